@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+import { closeDeps, createDeps, createLogger } from './agent.js';
+import { ConfigError, flagHelp, loadConfig } from './config.js';
+import { buildApp } from './server/app.js';
+import { VERSION } from './version.js';
+
+const USAGE = `nodetruth ${VERSION}: what a Kubernetes node is really doing, read-only.
+
+Usage:
+  nodetruth serve [flags]     serve the HTTP API (default 127.0.0.1:7070)
+  nodetruth version           print the version
+
+Flags (each has an environment twin):
+${flagHelp()}
+`;
+
+/** How long in-flight requests may take to finish after SIGTERM before the agent exits anyway. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+async function serve(argv: string[]): Promise<void> {
+  const { config } = loadConfig(argv);
+  const log = createLogger(config);
+  const shutdown = new AbortController();
+  const deps = createDeps(config, log, shutdown.signal);
+  const app = await buildApp(deps);
+  await app.listen({ host: config.listen.host, port: config.listen.port });
+  log.info({ hostRoot: config.hostRoot, criEndpoint: config.criEndpoint, auth: config.auth }, 'nodetruth serving');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'shutting down: finishing in-flight requests');
+    shutdown.abort(); // ends follow streams, which would otherwise hold close() open
+    const force = setTimeout(() => {
+      log.warn('in-flight requests did not finish in time; exiting');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS);
+    force.unref();
+    await app.close();
+    closeDeps(deps);
+    log.info('stopped');
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+}
+
+async function main(args: string[]): Promise<number> {
+  const [command, ...rest] = args;
+  switch (command) {
+    case 'serve':
+      await serve(rest);
+      return -1; // keep running
+    case 'version':
+    case '--version':
+      process.stdout.write(`nodetruth ${VERSION}\n`);
+      return 0;
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`nodetruth: unknown command ${JSON.stringify(command)}\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`nodetruth: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(`nodetruth: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,151 @@
+import { existsSync } from 'node:fs';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { parseDuration } from './duration.js';
+
+/**
+ * Flags and their environment twins (DESIGN.md "Command line and configuration").
+ * Every value is validated here, once; the rest of the agent takes a Config.
+ */
+const FLAGS = {
+  listen: { env: 'NODETRUTH_LISTEN', help: 'address to listen on (host:port); non-loopback needs --auth kubernetes' },
+  'host-root': { env: 'NODETRUTH_HOST_ROOT', help: "where the host's root is mounted (default /host if it exists, else /)" },
+  'cri-endpoint': { env: 'NODETRUTH_CRI_ENDPOINT', help: 'unix:// path of the CRI socket (default: containerd, then CRI-O)' },
+  'cri-timeout': { env: 'NODETRUTH_CRI_TIMEOUT', help: 'deadline of every CRI call (default 2s)' },
+  auth: { env: 'NODETRUTH_AUTH', help: 'none | kubernetes (TokenReview + SubjectAccessReview)' },
+  'auth-audiences': { env: 'NODETRUTH_AUTH_AUDIENCES', help: 'comma-separated audiences for the TokenReview (default: none)' },
+  'auth-resource': { env: 'NODETRUTH_AUTH_RESOURCE', help: 'resource/subresource checked with SubjectAccessReview (default nodes/proxy)' },
+  'node-name': { env: 'NODETRUTH_NODE_NAME', help: 'node name for the API-server view and metric labels (default $NODE_NAME, else hostname)' },
+  kubeconfig: { env: 'NODETRUTH_KUBECONFIG', help: 'kubeconfig for the API-server view and auth (default in-cluster, else $KUBECONFIG)' },
+  'kmsg-path': { env: 'NODETRUTH_KMSG_PATH', help: 'kernel log device (default <host-root>/dev/kmsg); a regular file is read one record per line' },
+  'journalctl': { env: 'NODETRUTH_JOURNALCTL', help: 'journalctl to run: auto (host one via chroot, else bundled) or a path' },
+  'max-follows': { env: 'NODETRUTH_MAX_FOLLOWS', help: 'concurrent follow streams (default 8)' },
+  'kubelet-healthz': { env: 'NODETRUTH_KUBELET_HEALTHZ', help: 'kubelet healthz URL (default http://127.0.0.1:10248/healthz)' },
+  'log-level': { env: 'NODETRUTH_LOG_LEVEL', help: 'pino level (default info)' },
+} as const;
+export type FlagName = keyof typeof FLAGS;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const listenSchema = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, 'expected host:port, e.g. 127.0.0.1:7070')
+  .transform((s, ctx) => {
+    const i = s.lastIndexOf(':');
+    const host = s.slice(0, i).replace(/^\[|\]$/g, '');
+    const port = Number(s.slice(i + 1));
+    if (port > 65535) ctx.addIssue({ code: 'custom', message: `port ${port} out of range` });
+    return { host, port };
+  });
+
+const durationSchema = z.string().transform((s, ctx) => {
+  const ms = parseDuration(s);
+  if (ms === null || ms <= 0 || ms > 60_000) {
+    ctx.addIssue({ code: 'custom', message: `expected a duration between 1ms and 60s such as 2s or 500ms, got ${JSON.stringify(s)}` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const schema = z
+  .object({
+    listen: listenSchema.prefault('127.0.0.1:7070'),
+    hostRoot: z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path'),
+    criEndpoint: z
+      .string()
+      .regex(/^unix:\/\/\/.+/, 'expected unix:///path/to/socket')
+      .nullable(),
+    criTimeoutMs: durationSchema.prefault('2s'),
+    auth: z.enum(['none', 'kubernetes']).default('none'),
+    authAudiences: z
+      .string()
+      .default('')
+      .transform((s) => s.split(',').map((a) => a.trim()).filter(Boolean)),
+    authResource: z
+      .string()
+      .regex(/^[a-z0-9.-]+(\/[a-z0-9.-]+)?$/, 'expected resource or resource/subresource')
+      .default('nodes/proxy'),
+    nodeName: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a DNS-1123 subdomain'),
+    kubeconfig: z.string().nullable(),
+    kmsgPath: z.string().nullable(),
+    journalctl: z.string().default('auto'),
+    maxFollows: z.coerce.number().int().min(1).max(256).default(8),
+    kubeletHealthz: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:10248/healthz'),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .superRefine((c, ctx) => {
+    if (c.auth === 'none' && !isLoopback(c.listen.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['listen'],
+        message: `refusing to listen on non-loopback ${c.listen.host} without --auth kubernetes`,
+      });
+    }
+  });
+
+export type Config = z.output<typeof schema>;
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** Parse argv (after the command name) and env into a Config; throws ConfigError with a readable message. */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, extra: Record<string, { type: 'boolean' }> = {}): { config: Config; positionals: string[]; booleans: Record<string, boolean> } {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
+        ...extra,
+      },
+    });
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  const raw: Record<string, unknown> = {};
+  for (const [flag, { env: envName }] of Object.entries(FLAGS)) {
+    const v = (parsed.values as Record<string, unknown>)[flag] ?? env[envName];
+    if (v !== undefined && v !== '') raw[camel(flag)] = v;
+  }
+  raw.hostRoot ??= existsSync('/host') ? '/host' : '/';
+  raw.nodeName ??= env.NODE_NAME || hostname().toLowerCase();
+  raw.kubeconfig ??= env.KUBECONFIG || null;
+  raw.kmsgPath ??= null;
+  if (raw.criTimeout !== undefined) raw.criTimeoutMs = raw.criTimeout;
+  delete raw.criTimeout;
+  raw.criEndpoint ??= defaultCriEndpoint(String(raw.hostRoot));
+  const result = schema.safeParse(raw);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => {
+      const key = String(i.path[0] ?? '');
+      const flag = key === 'criTimeoutMs' ? 'cri-timeout' : key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+      return flag ? `--${flag}: ${i.message}` : i.message;
+    });
+    throw new ConfigError(lines.join('\n'));
+  }
+  const booleans = Object.fromEntries(Object.keys(extra).map((k) => [k, Boolean((parsed.values as Record<string, unknown>)[k])]));
+  return { config: result.data, positionals: parsed.positionals, booleans };
+}
+
+function defaultCriEndpoint(hostRoot: string): string | null {
+  for (const sock of ['run/containerd/containerd.sock', 'run/crio/crio.sock']) {
+    const p = path.join(hostRoot, sock);
+    if (existsSync(p)) return `unix://${p}`;
+  }
+  return null;
+}
+
+export function flagHelp(): string {
+  return Object.entries(FLAGS)
+    .map(([flag, { env, help }]) => `  --${flag.padEnd(16)} ${help}\n  ${''.padEnd(18)} env ${env}`)
+    .join('\n');
+}

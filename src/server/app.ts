@@ -1,0 +1,47 @@
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { VERSION } from '../version.js';
+import type { AppDeps } from './deps.js';
+import { installAuditLog } from './plugins/audit.js';
+import { installProblemHandlers } from './plugins/problems.js';
+import { installTextFormat } from './plugins/text-format.js';
+import { healthRoutes } from './routes/health.js';
+import { runtimeRoutes } from './routes/runtime.js';
+
+export type App = FastifyInstance;
+
+/** The HTTP API over the sources in `deps`. Listening is the caller's business. */
+export async function buildApp(deps: AppDeps): Promise<App> {
+  const app = Fastify({
+    loggerInstance: deps.log as FastifyBaseLogger,
+    disableRequestLogging: true, // the audit hook writes one line per request instead
+    maxParamLength: 16 * 1024, // long IDs must reach validation and get a 400, not a 404
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'nodetruth',
+        version: VERSION,
+        description: 'Read-only view of a Kubernetes node below the API server: CRI runtime, cgroup v2, /proc, journal, kernel log.',
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  installProblemHandlers(app);
+  installAuditLog(app);
+  installTextFormat(app);
+
+  await app.register(healthRoutes, { deps });
+  await app.register(runtimeRoutes, { deps });
+
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  return app;
+}

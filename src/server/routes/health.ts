@@ -1,0 +1,46 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { VERSION } from '../../version.js';
+import type { AppDeps, SourceReadiness } from '../deps.js';
+import { query } from '../schemas.js';
+
+/** How long /readyz waits for any one source: a wedged runtime must not wedge readiness. */
+const CHECK_TIMEOUT_MS = 1000;
+
+export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  app.get('/healthz', { schema: { summary: 'The agent is alive', querystring: query({}) } }, async () => ({ status: 'ok', version: VERSION }));
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        summary: 'Which sources are reachable. The agent is ready (200) even when some are not: each layer answers on its own.',
+        querystring: query({}),
+      },
+      config: {
+        table: (b: { sources: Record<string, SourceReadiness> }) => ({
+          columns: ['SOURCE', 'OK', 'DETAIL'],
+          rows: Object.entries(b.sources).map(([name, s]) => [name, s.ok, s.detail]),
+        }),
+      },
+    },
+    async () => {
+      const entries = await Promise.all(
+        [...deps.readiness].map(async ([name, check]) => [name, await withTimeout(check())] as const),
+      );
+      const sources = Object.fromEntries(entries);
+      return { status: 'ready', sources };
+    },
+  );
+};
+
+async function withTimeout(p: Promise<SourceReadiness>): Promise<SourceReadiness> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<SourceReadiness>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: false, detail: `no answer within ${CHECK_TIMEOUT_MS} ms` }), CHECK_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([p.catch((err: Error) => ({ ok: false, detail: err.message })), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

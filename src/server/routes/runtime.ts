@@ -1,0 +1,225 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { ContainerState, Image, ImageFsInfo, PodSandbox, RuntimeStatus, SandboxState } from '../../model/runtime.js';
+import type { ContainerRow } from '../../sources/cri/runtime-view.js';
+import { requireRuntime, type AppDeps } from '../deps.js';
+import { idParams, k8sName, k8sNamespace, labelSelector, query } from '../schemas.js';
+import { ago, humanSize, shortId, stateWord } from '../table.js';
+
+const containerState = z
+  .string()
+  .transform((s) => s.toLowerCase().replace(/^container_/, ''))
+  .pipe(z.enum(['created', 'running', 'exited', 'unknown']))
+  .transform((s) => `CONTAINER_${s.toUpperCase()}` as ContainerState);
+
+const sandboxState = z
+  .string()
+  .transform((s) => s.toLowerCase().replace(/^sandbox_/, ''))
+  .pipe(z.enum(['ready', 'notready']))
+  .transform((s) => `SANDBOX_${s.toUpperCase()}` as SandboxState);
+
+/** A name filter is a plain substring: user regexes would invite ReDoS. */
+const nameFilter = z.string().min(1).max(253).regex(/^[A-Za-z0-9._-]+$/, 'letters, digits, . _ - only (substring match)');
+
+const matchesLabels = (labels: Record<string, string>, selector: Record<string, string> | undefined) =>
+  !selector || Object.entries(selector).every(([k, v]) => labels[k] === v);
+
+export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  app.get(
+    '/v1/runtime',
+    {
+      schema: { summary: 'CRI Version and Status: runtime and network readiness, cgroup driver, config', querystring: query({}) },
+      config: {
+        table: (b: { runtimeName: string; runtimeVersion: string; conditions: RuntimeStatus['conditions'] }) => ({
+          columns: ['CONDITION', 'STATUS', 'REASON', 'MESSAGE'],
+          rows: b.conditions.map((c) => [c.type, c.status, c.reason, c.message]),
+        }),
+      },
+    },
+    async () => {
+      const cri = requireRuntime(deps).cri;
+      const [version, status] = await Promise.all([cri.version(), cri.status(true)]);
+      return {
+        ...version,
+        endpoint: cri.endpoint,
+        conditions: status.conditions,
+        cgroupDriver: cgroupDriverOf(status.info),
+        runtimeHandlers: status.runtimeHandlers,
+        info: status.info,
+      };
+    },
+  );
+
+  app.get(
+    '/v1/pods',
+    {
+      schema: {
+        summary: 'Pod sandboxes, as crictl pods lists them',
+        querystring: query({
+          namespace: k8sNamespace.optional(),
+          name: nameFilter.optional(),
+          state: sandboxState.optional(),
+          label: labelSelector,
+        }),
+      },
+      config: { table: (b: { items: PodSandbox[] }) => podsTable(b.items) },
+    },
+    async (req) => {
+      const q = req.query;
+      const pods = await requireRuntime(deps).pods();
+      const items = pods
+        .filter((p) => (!q.namespace || p.namespace === q.namespace) && (!q.name || p.name.includes(q.name)))
+        .filter((p) => (!q.state || p.state === q.state) && matchesLabels(p.labels, q.label))
+        .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
+      return { items };
+    },
+  );
+
+  app.get(
+    '/v1/pods/:id',
+    {
+      schema: { summary: 'One pod sandbox: status, network, namespace options, its containers', params: idParams, querystring: query({}) },
+      config: { table: (b: { containers: ContainerRow[] }) => containersTable(b.containers) },
+    },
+    async (req) => {
+      const runtime = requireRuntime(deps);
+      const pod = await runtime.resolvePod(req.params.id);
+      const [detail, containers] = await Promise.all([runtime.cri.podSandboxStatus(pod.id, true), runtime.containers()]);
+      return { ...detail, containers: containers.filter((c) => c.podId === pod.id) };
+    },
+  );
+
+  app.get(
+    '/v1/containers',
+    {
+      schema: {
+        summary: 'All containers, as crictl ps -a lists them, with exit code, reason and times from ContainerStatus',
+        querystring: query({
+          state: containerState.optional(),
+          pod: z.string().max(64).regex(/^[0-9a-f]+$/, 'a pod sandbox id or prefix (hex)').optional(),
+          name: nameFilter.optional(),
+          namespace: k8sNamespace.optional(),
+          podName: k8sName.optional(),
+          label: labelSelector,
+        }),
+      },
+      config: { table: (b: { items: ContainerRow[] }) => containersTable(b.items) },
+    },
+    async (req) => {
+      const q = req.query;
+      const rows = await requireRuntime(deps).containers();
+      const items = rows
+        .filter((c) => (!q.state || c.state === q.state) && (!q.pod || c.podId.startsWith(q.pod)))
+        .filter((c) => (!q.name || c.name.includes(q.name)) && (!q.namespace || c.podNamespace === q.namespace))
+        .filter((c) => (!q.podName || c.podName === q.podName) && matchesLabels(c.labels, q.label))
+        .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
+      return { items };
+    },
+  );
+
+  app.get(
+    '/v1/containers/:id',
+    {
+      schema: {
+        summary: 'Full container status (crictl inspect) with environment values and secrets redacted, main pid and restart history',
+        params: idParams,
+        querystring: query({}),
+      },
+    },
+    async (req) => {
+      const runtime = requireRuntime(deps);
+      const row = await runtime.resolveContainer(req.params.id);
+      const status = await runtime.cri.containerStatus(row.id, true);
+      const all = await runtime.containers();
+      const info = (status.info.info ?? {}) as { pid?: number; runtimeSpec?: { linux?: { cgroupsPath?: string } } };
+      return {
+        ...status,
+        podId: row.podId,
+        podName: row.podName,
+        podNamespace: row.podNamespace,
+        podUid: row.podUid,
+        pid: typeof info.pid === 'number' && info.pid > 0 ? info.pid : null,
+        cgroupsPath: info.runtimeSpec?.linux?.cgroupsPath ?? null,
+        restarts: all
+          .filter((c) => c.podId === row.podId && c.name === row.name)
+          .sort((a, b) => a.attempt - b.attempt)
+          .map((c) => ({ id: c.id, attempt: c.attempt, state: c.state, exitCode: c.exitCode, reason: c.reason, startedAt: c.startedAt, finishedAt: c.finishedAt })),
+      };
+    },
+  );
+
+  app.get(
+    '/v1/images',
+    {
+      schema: {
+        summary: 'Images, as crictl images lists them',
+        querystring: query({ image: z.string().min(1).max(512).regex(/^[A-Za-z0-9._:/@-]+$/, 'an image reference').optional() }),
+      },
+      config: { table: (b: { items: Image[] }) => imagesTable(b.items) },
+    },
+    async (req) => {
+      const images = await requireRuntime(deps).cri.listImages();
+      const wanted = req.query.image;
+      const items = wanted ? images.filter((i) => i.repoTags.some((t) => t.includes(wanted)) || i.id.includes(wanted)) : images;
+      return { items };
+    },
+  );
+
+  app.get(
+    '/v1/images/fs',
+    {
+      schema: { summary: 'Image and container filesystem usage (crictl imagefsinfo)', querystring: query({}) },
+      config: {
+        table: (b: ImageFsInfo) => ({
+          columns: ['KIND', 'MOUNTPOINT', 'USED', 'INODES'],
+          rows: [
+            ...b.imageFilesystems.map((f) => ['image', f.mountpoint, f.usedBytes === null ? '' : humanSize(f.usedBytes), f.inodesUsed]),
+            ...b.containerFilesystems.map((f) => ['container', f.mountpoint, f.usedBytes === null ? '' : humanSize(f.usedBytes), f.inodesUsed]),
+          ],
+        }),
+      },
+    },
+    async () => requireRuntime(deps).cri.imageFsInfo(),
+  );
+};
+
+/** containerd's verbose Status carries its CRI config; SystemdCgroup on the default runtime means the systemd driver. */
+export function cgroupDriverOf(info: Record<string, unknown>): 'systemd' | 'cgroupfs' | null {
+  const config = info.config as
+    | { systemdCgroup?: boolean; containerd?: { defaultRuntimeName?: string; runtimes?: Record<string, { options?: { SystemdCgroup?: boolean } }> } }
+    | undefined;
+  if (!config) return null;
+  const runtimes = config.containerd?.runtimes;
+  if (runtimes) {
+    const name = config.containerd?.defaultRuntimeName || 'runc';
+    const options = runtimes[name]?.options;
+    return options?.SystemdCgroup ? 'systemd' : 'cgroupfs';
+  }
+  return null;
+}
+
+function containersTable(items: ContainerRow[]) {
+  return {
+    columns: ['CONTAINER', 'IMAGE', 'CREATED', 'STATE', 'NAME', 'ATTEMPT', 'POD ID', 'POD', 'NAMESPACE'],
+    rows: items.map((c) => [shortId(c.id), c.image, ago(c.createdAt), stateWord(c.state), c.name, c.attempt, shortId(c.podId), c.podName, c.podNamespace]),
+  };
+}
+
+function podsTable(items: PodSandbox[]) {
+  return {
+    columns: ['POD ID', 'CREATED', 'STATE', 'NAME', 'NAMESPACE', 'ATTEMPT', 'RUNTIME'],
+    rows: items.map((p) => [shortId(p.id), ago(p.createdAt), stateWord(p.state), p.name, p.namespace, p.attempt, p.runtimeHandler || '(default)']),
+  };
+}
+
+function imagesTable(items: Image[]) {
+  const rows: (string | number)[][] = [];
+  for (const i of items) {
+    const tags = i.repoTags.length > 0 ? i.repoTags : ['<none>:<none>'];
+    for (const t of tags) {
+      const colon = t.lastIndexOf(':');
+      rows.push([t.slice(0, colon), t.slice(colon + 1), shortId(i.id.replace(/^sha256:/, '')), humanSize(i.size)]);
+    }
+  }
+  return { columns: ['IMAGE', 'TAG', 'IMAGE ID', 'SIZE'], rows };
+}

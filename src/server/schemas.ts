@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { ID_PREFIX_PATTERN } from '../sources/cri/ids.js';
+
+/** Shared request schemas: every input is validated here before it reaches a call, path or argv. */
+
+export const format = z.enum(['json', 'text']).optional().describe('json (default) or text: an aligned table');
+
+/** A querystring object that refuses unknown parameters and accepts ?format. */
+export const query = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ ...shape, format });
+
+/** A parameter that may be given several times (?label=a=1&label=b=2). */
+export const repeated = (item: z.ZodString, max: number) =>
+  z
+    .union([item, z.array(item).max(max, `at most ${max} values`)])
+    .transform((v): string[] => (Array.isArray(v) ? v : [v]));
+
+export const idPrefix = z
+  .string()
+  .min(1)
+  .max(64, 'an id has at most 64 hex characters')
+  .regex(ID_PREFIX_PATTERN, 'an id or id prefix is lowercase hex [0-9a-f]');
+
+export const idParams = z.strictObject({ id: idPrefix });
+
+/** Kubernetes label key=value, as crictl --label takes it. */
+const LABEL = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?=([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+export const labelSelector = repeated(z.string().max(317).regex(LABEL, 'expected key=value (a Kubernetes label)'), 16)
+  .transform((pairs) => Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)])))
+  .optional();
+
+export const k8sName = z.string().max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a Kubernetes name (DNS-1123)');
+export const k8sNamespace = z.string().max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'expected a Kubernetes namespace (DNS-1123 label)');
+export const podUid = z
+  .string()
+  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'expected a pod UID (8-4-4-4-12 lowercase hex)');

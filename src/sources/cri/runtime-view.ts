@@ -1,0 +1,91 @@
+import type { Container, ContainerStatus, PodSandbox } from '../../model/runtime.js';
+import { isProblem } from '../../errors.js';
+import { mapLimit, SingleFlight } from '../../util/concurrency.js';
+import type { CriClient } from './client.js';
+import { resolvePrefix } from './ids.js';
+
+/** A container as `crictl ps -a` lists it, plus what only ContainerStatus knows. */
+export interface ContainerRow extends Container {
+  podName: string;
+  podNamespace: string;
+  podUid: string;
+  exitCode: number | null;
+  reason: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+
+/** Parallel ContainerStatus calls; enough to hide latency, few enough not to crowd a busy runtime. */
+const STATUS_CONCURRENCY = 16;
+/** A running container's status may change without its state changing (a child OOM kill sets reason). */
+const LIVE_STATUS_TTL_MS = 1000;
+
+interface CachedStatus {
+  state: Container['state'];
+  at: number;
+  status: ContainerStatus;
+}
+
+/**
+ * Joins ListContainers, ListPodSandbox and ContainerStatus into the rows the
+ * API serves. The status cache holds only what cannot have changed: an exited
+ * container's status for as long as it is listed, a live one's for 1 s while
+ * its listed state is unchanged.
+ */
+export class RuntimeView {
+  private readonly statusCache = new Map<string, CachedStatus>();
+  private readonly flights = new SingleFlight();
+
+  constructor(readonly cri: CriClient) {}
+
+  containers(): Promise<ContainerRow[]> {
+    return this.flights.do('containers', async () => {
+      const [containers, pods] = await Promise.all([this.cri.listContainers(), this.cri.listPodSandboxes()]);
+      const podsById = new Map(pods.map((p) => [p.id, p]));
+      const listed = new Set(containers.map((c) => c.id));
+      for (const id of this.statusCache.keys()) if (!listed.has(id)) this.statusCache.delete(id);
+      const statuses = await mapLimit(containers, STATUS_CONCURRENCY, (c) => this.cachedStatus(c));
+      return containers.map((c, i) => toRow(c, podsById.get(c.podId), statuses[i] ?? null));
+    });
+  }
+
+  pods(): Promise<PodSandbox[]> {
+    return this.flights.do('pods', () => this.cri.listPodSandboxes());
+  }
+
+  async resolveContainer(prefix: string): Promise<ContainerRow> {
+    return resolvePrefix(await this.containers(), prefix, 'container');
+  }
+
+  async resolvePod(prefix: string): Promise<PodSandbox> {
+    return resolvePrefix(await this.pods(), prefix, 'pod sandbox');
+  }
+
+  private async cachedStatus(c: Container): Promise<ContainerStatus | null> {
+    const hit = this.statusCache.get(c.id);
+    const now = Date.now();
+    if (hit && hit.state === c.state && (c.state === 'CONTAINER_EXITED' || now - hit.at < LIVE_STATUS_TTL_MS)) return hit.status;
+    try {
+      const status = await this.cri.containerStatus(c.id, false);
+      this.statusCache.set(c.id, { state: c.state, at: now, status });
+      return status;
+    } catch (err) {
+      // Removed between the list and the status call: list it without status fields.
+      if (isProblem(err) && err.status === 404) return null;
+      throw err;
+    }
+  }
+}
+
+function toRow(c: Container, pod: PodSandbox | undefined, s: ContainerStatus | null): ContainerRow {
+  return {
+    ...c,
+    podName: pod?.name ?? c.labels['io.kubernetes.pod.name'] ?? '',
+    podNamespace: pod?.namespace ?? c.labels['io.kubernetes.pod.namespace'] ?? '',
+    podUid: pod?.uid ?? c.labels['io.kubernetes.pod.uid'] ?? '',
+    exitCode: s ? s.exitCode : null,
+    reason: s ? s.reason : null,
+    startedAt: s?.startedAt ?? null,
+    finishedAt: s?.finishedAt ?? null,
+  };
+}

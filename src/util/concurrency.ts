@@ -1,0 +1,30 @@
+/** Map over items with at most `limit` promises in flight; keeps input order. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/**
+ * Concurrent identical requests share one computation (DESIGN.md): the first
+ * caller starts it, the others await the same promise, and nothing is kept
+ * once it settles, so every new request still sees the node as it is now.
+ */
+export class SingleFlight {
+  private readonly inflight = new Map<string, Promise<unknown>>();
+
+  do<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    const running = this.inflight.get(key);
+    if (running) return running as Promise<T>;
+    const p = fn().finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+}
