@@ -1,0 +1,43 @@
+import { Writable } from 'node:stream';
+import { closeDeps, createDeps, createLogger } from '../../src/agent.js';
+import { loadConfig } from '../../src/config.js';
+import { buildApp, type App } from '../../src/server/app.js';
+import type { AppDeps } from '../../src/server/deps.js';
+
+export interface TestApp {
+  app: App;
+  deps: AppDeps;
+  /** Every log line the agent wrote, parsed (audit lines among them). */
+  logs: Record<string, unknown>[];
+  close(): Promise<void>;
+}
+
+/**
+ * The real app, built from command-line flags as `nodetruth serve` would,
+ * with its log captured in memory. Tests call it with `app.inject()`.
+ */
+export async function testApp(flags: string[], env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
+  const { config } = loadConfig(flags, env);
+  const logs: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line) logs.push(JSON.parse(line) as Record<string, unknown>);
+      cb();
+    },
+  });
+  const log = createLogger({ logLevel: 'info' }, sink);
+  const shutdown = new AbortController();
+  const deps = createDeps(config, log, shutdown.signal);
+  const app = await buildApp(deps);
+  await app.ready();
+  return {
+    app,
+    deps,
+    logs,
+    async close() {
+      shutdown.abort();
+      await app.close();
+      closeDeps(deps);
+    },
+  };
+}
