@@ -1,0 +1,263 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants, promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { badRequest, notFound, notImplemented, unavailable } from '../../errors.js';
+import type { HostFs } from '../hostfs/hostfs.js';
+import { ExportParser } from './export-parser.js';
+import { JOURNAL_LIMITS } from './limits.js';
+import type { JournalQuery } from './query.js';
+import { OUTPUT_FIELDS, toJournalRecord, type JournalRecord } from './record.js';
+
+export type JournalQueryJ = Extract<JournalQuery, { kind: 'journal' }>;
+
+/** How journalctl is run: argv0 + fixed leading arguments (chroot, --root). */
+export interface JournalctlCommand {
+  mode: 'host' | 'host-chroot' | 'bundled' | 'configured';
+  file: string;
+  args: string[];
+}
+
+export async function findExecutable(name: string, dirs = (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':')): Promise<string | null> {
+  for (const d of dirs) {
+    if (!d) continue;
+    const p = path.join(d, name);
+    try {
+      await fsp.access(p, constants.X_OK);
+      return p;
+    } catch {
+      /* next */
+    }
+  }
+  return null;
+}
+
+/**
+ * Which journalctl reads the host's journal. `auto`: the host's own (it can read
+ * every file format its journald writes) through chroot when the host root is
+ * elsewhere, else ours with --root=<host-root>. A path: that binary, --root=<host-root>.
+ * --root reads both <root>/var/log/journal and <root>/run/log/journal (several
+ * --directory flags do not add up: the last one wins, measured with systemd 252).
+ */
+export async function resolveJournalctl(hostFs: HostFs, setting: string): Promise<JournalctlCommand> {
+  const root = hostFs.root;
+  if (setting !== 'auto') return { mode: 'configured', file: setting, args: [`--root=${root}`] };
+  for (const candidate of ['/usr/bin/journalctl', '/bin/journalctl']) {
+    if (!(await hostFs.exists(candidate))) continue;
+    if (root === '/') return { mode: 'host', file: candidate, args: ['--root=/'] };
+    const chroot = process.getuid?.() === 0 ? await findExecutable('chroot') : null;
+    if (chroot) return { mode: 'host-chroot', file: chroot, args: [root, candidate, '--root=/'] };
+  }
+  const bundled = await findExecutable('journalctl');
+  if (!bundled) throw unavailable('no journalctl found: neither on the host nor bundled');
+  return { mode: 'bundled', file: bundled, args: [`--root=${root}`] };
+}
+
+const usec = (us: number) => `@${Math.floor(us / 1e6)}.${String(us % 1e6).padStart(6, '0')}`;
+
+/** The journalctl arguments for a validated query; every value is one argv element. */
+export function journalctlArgs(q: JournalQueryJ): string[] {
+  const a = ['--no-pager', '--output=export', `--output-fields=${OUTPUT_FIELDS.join(',')}`];
+  for (const u of q.units) a.push(`--unit=${u}`);
+  if (q.sinceUs !== null) a.push(`--since=${usec(q.sinceUs)}`);
+  if (q.untilUs !== null) a.push(`--until=${usec(q.untilUs)}`);
+  if (q.boot !== null) a.push(`--boot=${q.boot}`);
+  if (q.priority !== null) a.push(`--priority=${q.priority}`);
+  if (q.pattern !== null) a.push(`--grep=${q.pattern}`);
+  if (q.tailLines !== null) a.push(`--lines=${q.tailLines}`);
+  else if (q.follow && q.sinceUs === null) a.push('--lines=10');
+  if (q.follow) a.push('--follow');
+  for (const m of q.matches) {
+    if (!/^[A-Z0-9_]+=[^\n]*$/.test(m)) throw new Error(`bad internal journal match ${m}`);
+    a.push(m);
+  }
+  return a;
+}
+
+export interface JournalResult {
+  records: JournalRecord[];
+  warnings: string[];
+  /** why the answer is incomplete: our byte bound, or the whole-request deadline */
+  truncated: 'bytes' | 'deadline' | null;
+  command: string[];
+}
+
+export interface JournalSourceOptions {
+  hostFs: HostFs;
+  journalctl?: string;
+  deadlineMs?: number;
+  maxBytes?: number;
+}
+
+const ENV = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8', SYSTEMD_COLORS: '0', SYSTEMD_PAGER: '', TZ: 'UTC' };
+
+/** The journal, read through a journalctl child process (as kubelet's node log query does). */
+export class JournalSource {
+  private readonly hostFs: HostFs;
+  private readonly setting: string;
+  private command: Promise<JournalctlCommand> | null = null;
+  readonly deadlineMs: number;
+  readonly maxBytes: number;
+  /** pids of journalctl children currently running (tests check they are all reaped) */
+  readonly live = new Set<number>();
+
+  constructor(o: JournalSourceOptions) {
+    this.hostFs = o.hostFs;
+    this.setting = o.journalctl ?? 'auto';
+    this.deadlineMs = o.deadlineMs ?? JOURNAL_LIMITS.deadlineMs;
+    this.maxBytes = o.maxBytes ?? JOURNAL_LIMITS.maxBytes;
+  }
+
+  resolve(): Promise<JournalctlCommand> {
+    this.command ??= resolveJournalctl(this.hostFs, this.setting).catch((err) => {
+      this.command = null;
+      throw err;
+    });
+    return this.command;
+  }
+
+  /** Compile the pattern with the same journalctl (PCRE2) against no journal: "Bad pattern" → 400. */
+  async checkPattern(pattern: string): Promise<void> {
+    const cmd = await this.resolve();
+    const args = cmd.args.map((a) => (a.startsWith('--root=') ? '--root=/nonexistent-nodetruth' : a));
+    const { stderr } = await this.run(cmd.file, [...args, '--quiet', '--lines=0', `--grep=${pattern}`], 5000);
+    classifyStderr(stderr, 0, { pattern, boot: null });
+  }
+
+  /** Run a bounded, non-follow query and collect the records. */
+  async query(q: JournalQueryJ, signal?: AbortSignal): Promise<JournalResult> {
+    if (q.follow) throw new Error('use follow() for follow queries');
+    const cmd = await this.resolve();
+    const argv = [...cmd.args, ...journalctlArgs(q)];
+    const child = this.spawn(cmd.file, argv);
+    const parser = new ExportParser();
+    const records: JournalRecord[] = [];
+    let truncated: JournalResult['truncated'] = null;
+    const stop = (why: 'bytes' | 'deadline' | null) => {
+      if (why && !truncated) truncated = why;
+      child.kill('SIGTERM');
+    };
+    const timer = setTimeout(() => stop('deadline'), this.deadlineMs);
+    const onAbort = () => stop(null);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const stderr = collectStderr(child);
+    try {
+      for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
+        if (truncated) continue; // drain until exit
+        for (const e of parser.push(chunk)) records.push(toJournalRecord(e));
+        if (parser.bytes > this.maxBytes) stop('bytes');
+      }
+      const code = await exited(child);
+      const err = stderr();
+      if (!truncated && !signal?.aborted) classifyStderr(err, code, q);
+      return { records, warnings: warningsOf(err), truncated, command: [cmd.file, ...argv] };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      await this.reap(child);
+    }
+  }
+
+  /**
+   * Follow: yields records as journalctl prints them, until `signal` aborts or
+   * journalctl ends. journalctl is killed by its pid and reaped before this returns.
+   * The first value yielded is the list of warnings seen so far (stderr, after a short grace).
+   */
+  async *follow(q: JournalQueryJ, signal: AbortSignal): AsyncGenerator<JournalRecord, void, undefined> {
+    const cmd = await this.resolve();
+    const argv = [...cmd.args, ...journalctlArgs({ ...q, follow: true })];
+    const child = this.spawn(cmd.file, argv);
+    const onAbort = () => child.kill('SIGTERM');
+    if (signal.aborted) onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const parser = new ExportParser();
+    const stderr = collectStderr(child);
+    try {
+      for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
+        for (const e of parser.push(chunk)) yield toJournalRecord(e);
+      }
+      const code = await exited(child);
+      if (!signal.aborted) classifyStderr(stderr(), code, q);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      await this.reap(child);
+    }
+  }
+
+  private spawn(file: string, argv: string[]): ChildProcess {
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: ENV });
+    child.on('error', () => {}); // reported below or by exited()
+    if (child.pid === undefined) throw unavailable(`cannot run ${file}: not found or not executable`);
+    const pid = child.pid;
+    this.live.add(pid);
+    child.once('exit', () => this.live.delete(pid));
+    return child;
+  }
+
+  private async reap(child: ChildProcess): Promise<void> {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    if (child.pid === undefined) return; // never started (spawn error)
+    child.kill('SIGTERM');
+    const t = setTimeout(() => child.kill('SIGKILL'), 2000);
+    try {
+      await exited(child);
+    } finally {
+      clearTimeout(t);
+    }
+  }
+
+  private async run(file: string, argv: string[], timeoutMs: number): Promise<{ code: number; stderr: string }> {
+    const child = this.spawn(file, argv);
+    const stderr = collectStderr(child);
+    child.stdout!.resume();
+    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    try {
+      const code = await exited(child);
+      return { code, stderr: stderr() };
+    } finally {
+      clearTimeout(t);
+    }
+  }
+}
+
+/** Resolve with the exit code (signals → 128+n); a spawn failure becomes a 503. */
+function exited(child: ChildProcess): Promise<number> {
+  if (child.exitCode !== null) return Promise.resolve(child.exitCode);
+  if (child.signalCode !== null) return Promise.resolve(128);
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => resolve(code ?? 128));
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) reject(unavailable(`cannot run journalctl: ${err.code ?? err.message}`));
+    });
+  });
+}
+
+function collectStderr(child: ChildProcess, max = 64 * 1024): () => string {
+  let text = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (s: string) => {
+    if (text.length < max) text += s.slice(0, max - text.length);
+  });
+  // a spawn error is reported by exited(); keep it from being an uncaught 'error'
+  child.on('error', () => {});
+  return () => text;
+}
+
+const warningsOf = (stderr: string) =>
+  stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && l !== '-- No entries --');
+
+/** Turn journalctl's complaints into the right HTTP meaning. */
+export function classifyStderr(stderr: string, code: number, q: { pattern: string | null; boot: number | null }): void {
+  const bad = /^Bad pattern .*$/m.exec(stderr);
+  if (bad) throw badRequest(`pattern: ${bad[0]}`, { param: 'pattern' });
+  if (/without pattern matching support/i.test(stderr)) throw notImplemented('pattern: this journalctl was built without PCRE2 (--grep)');
+  if (/specified boot .*not available|No such boot ID|Failed to look up boot/i.test(stderr)) {
+    throw notFound(`boot ${q.boot}: not in the journal`);
+  }
+  if (code === 0) return;
+  // --grep exits 1 when nothing matched; so does an empty journal ("No journal files were found.")
+  if (code === 1 && (q.pattern !== null || /No journal files were found/.test(stderr) || stderr.trim() === '')) return;
+  throw unavailable(`journalctl exited with ${code}: ${warningsOf(stderr).join('; ') || 'no message'}`);
+}
