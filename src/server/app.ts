@@ -6,7 +6,10 @@ import type { AppDeps } from './deps.js';
 import { installAuditLog } from './plugins/audit.js';
 import { installProblemHandlers } from './plugins/problems.js';
 import { installTextFormat } from './plugins/text-format.js';
+import { cgroupRoutes } from './routes/cgroups.js';
 import { healthRoutes } from './routes/health.js';
+import { nodeRoutes } from './routes/node.js';
+import { processRoutes } from './routes/processes.js';
 import { runtimeRoutes } from './routes/runtime.js';
 
 export type App = FastifyInstance;
@@ -41,6 +44,9 @@ export async function buildApp(deps: AppDeps): Promise<App> {
 
   await app.register(healthRoutes, { deps });
   await app.register(runtimeRoutes, { deps });
+  await app.register(cgroupRoutes, { deps });
+  await app.register(processRoutes, { deps });
+  await app.register(nodeRoutes, { deps });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;

@@ -1,0 +1,252 @@
+/**
+ * The cgroup v2 source: which cgroup mode the host runs, where the kubepods
+ * cgroups are (both kubelet drivers), and what each one's interface files say.
+ *
+ * Every cgroup directory is resolved once (HostFs.dir / child) and its files are
+ * then opened with readIn (O_NOFOLLOW, no path walk), so a node with a thousand
+ * containers costs one open per file. Cgroups that vanish between the walk and
+ * the read (a container that just died) are skipped, not errors.
+ */
+import type { Dirent } from 'node:fs';
+import type { CgroupDriver, CgroupMode, CgroupStats, KubeCgroup, QosClass } from '../../model/cgroup.js';
+import { readInNoLink } from '../hostfs/safe-read.js';
+import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
+import { mapLimit } from '../../util/concurrency.js';
+import { parseCpu, parseIoStat, parseLimit, parseMemory, parsePsi, parseSingle } from './parse.js';
+
+export const CGROUP_MOUNT = '/sys/fs/cgroup';
+
+/** statfs f_type magics (linux/magic.h) */
+const FS_MAGIC: Record<number, string> = {
+  0x63677270: 'cgroup2fs',
+  0x27e0eb: 'cgroupfs',
+  0x01021994: 'tmpfs',
+  0xef53: 'ext2/ext3',
+  0x9123683e: 'btrfs',
+  0x58465342: 'xfs',
+  0x794c7630: 'overlayfs',
+};
+
+/** How many cgroups are read at once; each reads its ~16 files in parallel. */
+export const READ_CONCURRENCY = 32;
+
+/** A kubepods cgroup with its directory resolved under the host root. */
+export interface FoundCgroup extends KubeCgroup {
+  dir: ResolvedDir;
+}
+
+const UUID_ = '[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}';
+/** Pod UIDs: API-server UUIDs, or 32 hex for static pods (kubelet's hash of the manifest). */
+const UID = `(?:${UUID_}|[0-9a-f]{32})`;
+const SD_QOS = /^kubepods-(burstable|besteffort)\.slice$/;
+const SD_POD_GUARANTEED = new RegExp(`^kubepods-pod(${UID})\\.slice$`);
+const SD_POD_QOS = new RegExp(`^kubepods-(burstable|besteffort)-pod(${UID})\\.slice$`);
+const SD_CONTAINER = /^(cri-containerd|crio|docker)-([0-9a-f]{64})\.scope$/;
+const FS_POD = new RegExp(`^pod(${UID})$`);
+const FS_CONTAINER = /^(?:(cri-containerd|crio|docker)-)?([0-9a-f]{64})$/;
+
+export const POD_UID_RE = new RegExp(`^${UID.replace(/_/g, '')}$`);
+const normUid = (u: string) => u.replace(/_/g, '-');
+
+/**
+ * cgroup v2 (unified), hybrid (v1 controllers, v2 only for systemd at /sys/fs/cgroup/unified)
+ * or v1. A tree generated for tests is a plain directory: there the presence of
+ * cgroup.controllers at the mount point decides, as it does on a real v2 host.
+ */
+export async function detectMode(fs: HostFs): Promise<CgroupMode> {
+  const [st, controllers, kubepods] = await Promise.all([
+    fs.statfs(CGROUP_MOUNT),
+    fs.readFile(`${CGROUP_MOUNT}/cgroup.controllers`, 4096),
+    findKubepodsRoots(fs),
+  ]);
+  const fsType = st ? (FS_MAGIC[st.type] ?? `0x${st.type.toString(16)}`) : null;
+  const drivers = kubepods.map((k) => k.driver);
+  if (fsType === 'cgroup2fs' || controllers !== null) return { version: 'v2', fsType, drivers, reason: null };
+  if (st === null) {
+    return { version: 'unknown', fsType, drivers, reason: `${CGROUP_MOUNT} is not there under the host root` };
+  }
+  const unified = await fs.readFile(`${CGROUP_MOUNT}/unified/cgroup.controllers`, 4096);
+  if (unified !== null || (await fs.statfs(`${CGROUP_MOUNT}/unified`))?.type === 0x63677270) {
+    return {
+      version: 'hybrid',
+      fsType,
+      drivers,
+      reason: `hybrid cgroup hierarchy: ${CGROUP_MOUNT} is ${fsType} with v1 controllers, cgroup2 only at ${CGROUP_MOUNT}/unified; nodetruth reads cgroup v2 only (boot with systemd.unified_cgroup_hierarchy=1)`,
+    };
+  }
+  const v1 = (await Promise.all(['memory', 'cpu', 'pids'].map((c) => fs.exists(`${CGROUP_MOUNT}/${c}`)))).some(Boolean);
+  if (v1) {
+    return {
+      version: 'v1',
+      fsType,
+      drivers,
+      reason: `cgroup v1: ${CGROUP_MOUNT} is ${fsType} with per-controller hierarchies; nodetruth reads cgroup v2 only (boot with systemd.unified_cgroup_hierarchy=1)`,
+    };
+  }
+  return { version: 'unknown', fsType, drivers, reason: `${CGROUP_MOUNT} (${fsType}) has neither cgroup.controllers nor v1 controllers` };
+}
+
+async function findKubepodsRoots(fs: HostFs): Promise<{ driver: CgroupDriver; dir: ResolvedDir }[]> {
+  const root = await fs.dir(CGROUP_MOUNT);
+  const entries = await fs.readdir(root);
+  if (!entries) return [];
+  const out: { driver: CgroupDriver; dir: ResolvedDir }[] = [];
+  for (const e of entries) {
+    if (!e.isDirectory()) continue;
+    if (e.name === 'kubepods.slice') out.push({ driver: 'systemd', dir: fs.child(root, e.name) });
+    else if (e.name === 'kubepods') out.push({ driver: 'cgroupfs', dir: fs.child(root, e.name) });
+  }
+  return out.sort((a, b) => a.driver.localeCompare(b.driver)).reverse(); // systemd first
+}
+
+const cgroupPath = (dir: ResolvedDir) => dir.hostPath.slice(CGROUP_MOUNT.length) || '/';
+const dirs = (entries: Dirent[] | null) => (entries ?? []).filter((e) => e.isDirectory());
+
+interface PodDir {
+  driver: CgroupDriver;
+  qos: QosClass;
+  podUid: string;
+  dir: ResolvedDir;
+}
+
+/**
+ * Every pod cgroup and, unless `podsOnly`, every container cgroup under kubepods,
+ * for both drivers. Only real directories are followed (readdir's d_type), never
+ * symlinks. Pods come before their containers; order is otherwise the kernel's.
+ */
+export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUid?: string } = {}): Promise<FoundCgroup[]> {
+  const pods: PodDir[] = [];
+  for (const { driver, dir } of await findKubepodsRoots(fs)) {
+    const top = dirs(await fs.readdir(dir));
+    const qosDirs: { qos: QosClass; dir: ResolvedDir }[] = [];
+    for (const e of top) {
+      if (driver === 'systemd') {
+        const g = SD_POD_GUARANTEED.exec(e.name);
+        if (g) pods.push({ driver, qos: 'guaranteed', podUid: normUid(g[1]!), dir: fs.child(dir, e.name) });
+        const q = SD_QOS.exec(e.name);
+        if (q) qosDirs.push({ qos: q[1] as QosClass, dir: fs.child(dir, e.name) });
+      } else {
+        const g = FS_POD.exec(e.name);
+        if (g) pods.push({ driver, qos: 'guaranteed', podUid: g[1]!, dir: fs.child(dir, e.name) });
+        if (e.name === 'burstable' || e.name === 'besteffort') qosDirs.push({ qos: e.name, dir: fs.child(dir, e.name) });
+      }
+    }
+    const lists = await Promise.all(qosDirs.map(async (q) => ({ q, entries: dirs(await fs.readdir(q.dir)) })));
+    for (const { q, entries } of lists) {
+      for (const e of entries) {
+        if (driver === 'systemd') {
+          const m = SD_POD_QOS.exec(e.name);
+          if (m && m[1] === q.qos) pods.push({ driver, qos: q.qos, podUid: normUid(m[2]!), dir: fs.child(q.dir, e.name) });
+        } else {
+          const m = FS_POD.exec(e.name);
+          if (m) pods.push({ driver, qos: q.qos, podUid: m[1]!, dir: fs.child(q.dir, e.name) });
+        }
+      }
+    }
+  }
+  const wanted = opts.podUid === undefined ? pods : pods.filter((p) => p.podUid === opts.podUid);
+  const podCgroup = (p: PodDir): FoundCgroup => ({
+    kind: 'pod',
+    path: cgroupPath(p.dir),
+    driver: p.driver,
+    qos: p.qos,
+    podUid: p.podUid,
+    containerId: null,
+    runtime: null,
+    dir: p.dir,
+  });
+  if (opts.podsOnly) return wanted.map(podCgroup);
+  const perPod = await mapLimit(wanted, READ_CONCURRENCY, async (p) => {
+    const out: FoundCgroup[] = [podCgroup(p)];
+    for (const e of dirs(await fs.readdir(p.dir))) {
+      const m = (p.driver === 'systemd' ? SD_CONTAINER : FS_CONTAINER).exec(e.name);
+      if (!m) continue; // crio-conmon-<id>.scope, anything else a runtime put there
+      const dir = fs.child(p.dir, e.name);
+      out.push({
+        kind: 'container',
+        path: cgroupPath(dir),
+        driver: p.driver,
+        qos: p.qos,
+        podUid: p.podUid,
+        containerId: m[2]!,
+        runtime: m[1] ?? null,
+        dir,
+      });
+    }
+    return out;
+  });
+  return perPod.flat();
+}
+
+/** The interface files read for each cgroup, in one place. */
+const FILES = [
+  'memory.current',
+  'memory.max',
+  'memory.peak',
+  'memory.swap.current',
+  'memory.swap.max',
+  'memory.events',
+  'memory.events.local',
+  'memory.stat',
+  'cpu.stat',
+  'cpu.max',
+  'cpu.weight',
+  'pids.current',
+  'pids.max',
+  'io.stat',
+  'cpu.pressure',
+  'memory.pressure',
+  'io.pressure',
+] as const;
+export const STAT_FILES: readonly string[] = FILES;
+
+/**
+ * Read and parse one cgroup's files. Missing files give nulls; null overall
+ * when the cgroup itself is gone (cpu.stat exists in every v2 cgroup, whether
+ * or not the cpu controller is enabled).
+ */
+export async function readCgroupStats(fs: HostFs, dir: ResolvedDir): Promise<CgroupStats | null> {
+  const t = await Promise.all(FILES.map((f) => readInNoLink(fs, dir, f, 64 * 1024)));
+  const [memCur, memMax, memPeak, swapCur, swapMax, events, eventsLocal, memStat, cpuStat, cpuMax, cpuWeight, pidsCur, pidsMax, ioStat, cpuP, memP, ioP] = t;
+  if (cpuStat === null && (await readInNoLink(fs, dir, 'cgroup.controllers', 4096)) === null) return null;
+  return {
+    memory: parseMemory({
+      current: memCur!,
+      max: memMax!,
+      peak: memPeak!,
+      swapCurrent: swapCur!,
+      swapMax: swapMax!,
+      events: events!,
+      eventsLocal: eventsLocal!,
+      stat: memStat!,
+    }),
+    cpu: parseCpu(cpuStat!, cpuMax!, cpuWeight!),
+    pids: { current: parseSingle(pidsCur!), max: parseLimit(pidsMax!) },
+    io: parseIoStat(ioStat!),
+    pressure: { cpu: parsePsi(cpuP!), memory: parsePsi(memP!), io: parsePsi(ioP!) },
+  };
+}
+
+/** Read many cgroups with bounded concurrency; vanished ones are dropped. */
+export async function readMany<C extends FoundCgroup>(fs: HostFs, cgroups: readonly C[], concurrency = READ_CONCURRENCY): Promise<(C & { stats: CgroupStats })[]> {
+  const read = await mapLimit(cgroups, concurrency, async (c) => {
+    const stats = await readCgroupStats(fs, c.dir);
+    return stats ? { ...c, stats } : null;
+  });
+  return read.filter((r): r is C & { stats: CgroupStats } => r !== null);
+}
+
+/** cgroup.procs of a cgroup: the pids (in the reader's pid namespace); null when the cgroup is gone. */
+export async function readProcs(fs: HostFs, dir: ResolvedDir): Promise<number[] | null> {
+  const text = await readInNoLink(fs, dir, 'cgroup.procs');
+  if (text === null) return null;
+  return text
+    .split('\n')
+    .filter((l) => /^\d+$/.test(l))
+    .map(Number);
+}
+
+/** cpu.stat alone, for throttling samples. */
+export async function readCpuStat(fs: HostFs, dir: ResolvedDir): Promise<string | null> {
+  return readInNoLink(fs, dir, 'cpu.stat', 4096);
+}

@@ -1,0 +1,109 @@
+/**
+ * /proc readers under the host root. PIDs are those of the host's pid namespace
+ * as mounted at <host-root>/proc (the agent runs with hostPID, as the kubectl
+ * debug node profile does). A pid that exits mid-read is skipped. environ is
+ * never read.
+ */
+import type { NamespaceEntry, NsType, ProcessInfo } from '../../model/process.js';
+import { NS_TYPES } from '../../model/process.js';
+import { readInNoLink } from '../hostfs/safe-read.js';
+import type { HostFs } from '../hostfs/hostfs.js';
+import { mapLimit } from '../../util/concurrency.js';
+import { kbToBytes, parseCmdline, parseNsLink, parseProcStat, parseProcStatus } from './parse.js';
+
+const PID_RE = /^[1-9]\d{0,9}$/;
+const assertPid = (pid: number) => {
+  if (!Number.isInteger(pid) || pid < 1 || pid > 0x7fffffff) throw new RangeError(`not a pid: ${pid}`);
+};
+
+/** stat, status and cmdline of one process; null when it is gone. */
+export async function readProcess(fs: HostFs, pid: number): Promise<ProcessInfo | null> {
+  assertPid(pid);
+  const dir = await fs.dir(`/proc/${pid}`);
+  const [statText, statusText, cmdText] = await Promise.all([
+    readInNoLink(fs, dir, 'stat', 16 * 1024),
+    readInNoLink(fs, dir, 'status', 64 * 1024),
+    readInNoLink(fs, dir, 'cmdline', 128 * 1024),
+  ]);
+  const stat = parseProcStat(statText);
+  if (!stat) return null;
+  const status = parseProcStatus(statusText);
+  const threads = Number(status?.get('Threads'));
+  const ppid = Number(status?.get('PPid'));
+  return {
+    pid: stat.pid,
+    ppid: Number.isInteger(ppid) ? ppid : stat.ppid,
+    comm: stat.comm,
+    cmdline: parseCmdline(cmdText),
+    state: stat.state,
+    rssBytes: kbToBytes(status?.get('VmRSS')),
+    threads: Number.isInteger(threads) ? threads : stat.numThreads,
+    startTicks: stat.startTicks,
+  };
+}
+
+/** Records for many pids with bounded concurrency, in pid order; vanished pids dropped. */
+export async function readProcesses(fs: HostFs, pids: readonly number[], concurrency = 16): Promise<ProcessInfo[]> {
+  const sorted = [...new Set(pids)].sort((a, b) => a - b);
+  const read = await mapLimit(sorted, concurrency, (pid) => readProcess(fs, pid));
+  return read.filter((p): p is ProcessInfo => p !== null);
+}
+
+/**
+ * The container's main process among a cgroup's processes: the one whose parent
+ * is outside the cgroup (the shim is in the runtime's own cgroup), earliest started.
+ */
+export function mainProcess(procs: readonly ProcessInfo[]): ProcessInfo | null {
+  const pids = new Set(procs.map((p) => p.pid));
+  const roots = procs.filter((p) => !pids.has(p.ppid));
+  const pool = roots.length > 0 ? roots : procs;
+  return pool.reduce<ProcessInfo | null>((best, p) => (best === null || p.startTicks < best.startTicks ? p : best), null);
+}
+
+/** Namespace inodes of a process (readlink /proc/<pid>/ns/*); null when it is gone. */
+export async function readNamespaces(fs: HostFs, pid: number): Promise<Map<NsType, number> | null> {
+  assertPid(pid);
+  const links = await Promise.all(NS_TYPES.map((t) => fs.readlink(`/proc/${pid}/ns/${t}`)));
+  const out = new Map<NsType, number>();
+  NS_TYPES.forEach((t, i) => {
+    const ns = parseNsLink(links[i] ?? null);
+    if (ns) out.set(t, ns.inode);
+  });
+  return out.size > 0 ? out : null;
+}
+
+/**
+ * Each namespace of `pid`, marked host (same inode as PID 1's), sandbox (same as
+ * the pod sandbox process's) or private. Host wins when both match (a hostNetwork
+ * pod's net namespace is the host's, and so is its sandbox's).
+ */
+export async function classifyNamespaces(fs: HostFs, pid: number, sandboxPid: number | null): Promise<NamespaceEntry[] | null> {
+  const [mine, host, sandbox] = await Promise.all([
+    readNamespaces(fs, pid),
+    readNamespaces(fs, 1),
+    sandboxPid === null ? Promise.resolve(null) : readNamespaces(fs, sandboxPid),
+  ]);
+  if (!mine) return null;
+  const out: NamespaceEntry[] = [];
+  for (const [type, inode] of mine) {
+    const hostInode = host?.get(type) ?? null;
+    const sandboxInode = sandbox?.get(type) ?? null;
+    out.push({
+      type,
+      inode,
+      sharedWith: inode === hostInode ? 'host' : inode === sandboxInode ? 'sandbox' : 'private',
+      hostInode,
+      sandboxInode,
+    });
+  }
+  return out;
+}
+
+/** Numeric entries of /proc: the processes (thread-group leaders) visible. */
+export async function countProcesses(fs: HostFs): Promise<number | null> {
+  const entries = await fs.readdir(await fs.dir('/proc'));
+  if (!entries) return null;
+  let n = 0;
+  for (const e of entries) if (PID_RE.test(e.name)) n++;
+  return n;
+}
