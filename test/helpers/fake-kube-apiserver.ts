@@ -1,0 +1,255 @@
+/**
+ * A FAKE Kubernetes API server for tests: a node:http server on loopback that
+ * answers the few calls nodetruth makes with real Kubernetes JSON shapes:
+ *
+ *   GET  /api/v1/pods?fieldSelector=spec.nodeName=<n>&limit=&continue=   (PodList, paged)
+ *   POST /apis/authentication.k8s.io/v1/tokenreviews                      (TokenReview)
+ *   POST /apis/authorization.k8s.io/v1/subjectaccessreviews               (SubjectAccessReview)
+ *
+ * Like a real API server it demands nodetruth's own bearer token (from the
+ * kubeconfig it writes) and answers 401/403/404 as v1 Status objects. It is
+ * not a Kubernetes API server: no watch, no other resources, no TLS.
+ */
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+
+/** The credential nodetruth presents to this fake (from the kubeconfig). */
+export const AGENT_TOKEN = 'nodetruth-agent-sa-token';
+
+export interface FakeUser {
+  username: string;
+  uid?: string;
+  groups?: string[];
+  extra?: Record<string, string[]>;
+  /** audiences the token is valid for (TokenReview status.audiences) */
+  audiences?: string[];
+}
+
+export interface ResourceAttributes {
+  verb?: string;
+  resource?: string;
+  subresource?: string;
+  name?: string;
+  namespace?: string;
+  group?: string;
+}
+
+export interface SarRequest {
+  user: string;
+  groups: string[];
+  uid?: string;
+  resourceAttributes: ResourceAttributes;
+}
+
+type Mode = 'ok' | 'error500' | 'hang' | 'forbidden';
+
+export class FakeKubeApiServer {
+  readonly server: Server;
+  url = '';
+  /** pods served by the list call (filtered by spec.nodeName like the real field selector) */
+  pods: object[] = [];
+  /** token → who it is; unknown tokens are not authenticated */
+  readonly tokens = new Map<string, FakeUser>();
+  /** who may do what; default: nobody */
+  authorize: (req: SarRequest) => { allowed: boolean; reason?: string; denied?: boolean } = () => ({ allowed: false });
+  /** failure modes per endpoint */
+  mode: { pods: Mode; tokenreviews: Mode; subjectaccessreviews: Mode } = { pods: 'ok', tokenreviews: 'ok', subjectaccessreviews: 'ok' };
+  /** every request seen: method, path with query, parsed JSON body */
+  readonly requests: { method: string; url: string; body: unknown; authorization: string | undefined }[] = [];
+  private readonly hanging = new Set<ServerResponse>();
+
+  constructor() {
+    this.server = createServer((req, res) => void this.handle(req, res));
+  }
+
+  async start(): Promise<this> {
+    this.server.listen(0, '127.0.0.1');
+    await once(this.server, 'listening');
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const r of this.hanging) r.destroy();
+    this.server.closeAllConnections();
+    this.server.close();
+    await once(this.server, 'close');
+  }
+
+  count(pathPrefix: string): number {
+    return this.requests.filter((r) => r.url.startsWith(pathPrefix)).length;
+  }
+
+  /**
+   * A kubeconfig for this server. client-node refuses http:// unless
+   * insecure-skip-tls-verify is set (NOTES.md); JSON is valid YAML.
+   */
+  writeKubeconfig(dir: string, token = AGENT_TOKEN): string {
+    const file = path.join(dir, 'kubeconfig');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'fake', cluster: { server: this.url, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'nodetruth', user: { token } }],
+        contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'nodetruth' } }],
+        'current-context': 'fake',
+      }),
+    );
+    return file;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    let body: unknown = null;
+    if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        return status(res, 400, 'BadRequest', 'request body is not JSON');
+      }
+    }
+    const url = new URL(req.url ?? '/', this.url);
+    this.requests.push({ method: req.method ?? '', url: url.pathname + url.search, body, authorization: req.headers.authorization });
+    if (req.headers.authorization !== `Bearer ${AGENT_TOKEN}`) return status(res, 401, 'Unauthorized', 'Unauthorized');
+
+    if (req.method === 'GET' && url.pathname === '/api/v1/pods') return this.listPods(url, res);
+    if (req.method === 'POST' && url.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') return this.tokenReview(body, res);
+    if (req.method === 'POST' && url.pathname === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return this.sar(body, res);
+    return status(res, 404, 'NotFound', 'the server could not find the requested resource');
+  }
+
+  /** true when the mode took care of the response */
+  private failed(mode: Mode, res: ServerResponse, resource: string): boolean {
+    if (mode === 'ok') return false;
+    if (mode === 'hang') {
+      this.hanging.add(res);
+      res.once('close', () => this.hanging.delete(res));
+      return true;
+    }
+    if (mode === 'forbidden') {
+      status(res, 403, 'Forbidden', `${resource} is forbidden: User "system:serviceaccount:kube-system:nodetruth" cannot create resource "${resource}"`);
+      return true;
+    }
+    status(res, 500, 'InternalError', 'Internal error occurred: etcdserver: request timed out');
+    return true;
+  }
+
+  private listPods(url: URL, res: ServerResponse): void {
+    if (this.failed(this.mode.pods, res, 'pods')) return;
+    const sel = url.searchParams.get('fieldSelector') ?? '';
+    const m = /^spec\.nodeName=(.+)$/.exec(sel);
+    if (sel && !m) return status(res, 400, 'BadRequest', `unable to parse requested fieldSelector ${sel}`);
+    const items = this.pods.filter((p) => !m || (p as { spec?: { nodeName?: string } }).spec?.nodeName === m[1]);
+    const limit = Number(url.searchParams.get('limit') ?? 0);
+    const start = Number(url.searchParams.get('continue') ?? 0);
+    const page = limit > 0 ? items.slice(start, start + limit) : items.slice(start);
+    const next = limit > 0 && start + limit < items.length ? String(start + limit) : undefined;
+    json(res, 200, {
+      kind: 'PodList',
+      apiVersion: 'v1',
+      metadata: { resourceVersion: '12345', ...(next ? { continue: next, remainingItemCount: items.length - start - limit } : {}) },
+      items: page,
+    });
+  }
+
+  private tokenReview(body: unknown, res: ServerResponse): void {
+    if (this.failed(this.mode.tokenreviews, res, 'tokenreviews')) return;
+    const spec = (body as { spec?: { token?: string; audiences?: string[] } })?.spec ?? {};
+    const user = spec.token ? this.tokens.get(spec.token) : undefined;
+    const wanted = spec.audiences ?? [];
+    const valid = user?.audiences ?? ['https://kubernetes.default.svc'];
+    const audOk = wanted.length === 0 || wanted.some((a) => valid.includes(a));
+    const status =
+      user && audOk
+        ? {
+            authenticated: true,
+            user: { username: user.username, uid: user.uid ?? 'uid-1', groups: user.groups ?? ['system:authenticated'], ...(user.extra ? { extra: user.extra } : {}) },
+            audiences: wanted.length > 0 ? wanted.filter((a) => valid.includes(a)) : valid,
+          }
+        : { user: {}, error: user ? '[invalid bearer token, token audiences is invalid for the target audiences]' : '[invalid bearer token, square/go-jose: error in cryptographic primitive]' };
+    // The real API server echoes the spec back, token included; nodetruth must never log it.
+    json(res, 201, { kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status });
+  }
+
+  private sar(body: unknown, res: ServerResponse): void {
+    if (this.failed(this.mode.subjectaccessreviews, res, 'subjectaccessreviews')) return;
+    const spec = (body as { spec?: { user?: string; groups?: string[]; uid?: string; resourceAttributes?: ResourceAttributes } })?.spec ?? {};
+    const r = this.authorize({ user: spec.user ?? '', groups: spec.groups ?? [], ...(spec.uid ? { uid: spec.uid } : {}), resourceAttributes: spec.resourceAttributes ?? {} });
+    json(res, 201, {
+      kind: 'SubjectAccessReview',
+      apiVersion: 'authorization.k8s.io/v1',
+      metadata: { creationTimestamp: null },
+      spec,
+      status: { allowed: r.allowed, ...(r.denied ? { denied: true } : {}), ...(r.reason ? { reason: r.reason } : {}) },
+    });
+  }
+}
+
+function json(res: ServerResponse, code: number, body: object): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function status(res: ServerResponse, code: number, reason: string, message: string): void {
+  json(res, code, { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code });
+}
+
+/** A v1 Pod as the API server returns it, with the fields drift reads. */
+export function apiPod(o: {
+  name: string;
+  namespace?: string;
+  uid: string;
+  nodeName: string;
+  phase?: string;
+  containers?: { name: string; id?: string; state: 'running' | 'waiting' | 'terminated'; reason?: string; restartCount?: number }[];
+  annotations?: Record<string, string>;
+  createdAt?: string;
+  deletionTimestamp?: string;
+}): object {
+  const created = o.createdAt ?? '2026-11-29T10:00:00Z';
+  return {
+    metadata: {
+      name: o.name,
+      namespace: o.namespace ?? 'default',
+      uid: o.uid,
+      resourceVersion: '1001',
+      creationTimestamp: created,
+      ...(o.deletionTimestamp ? { deletionTimestamp: o.deletionTimestamp, deletionGracePeriodSeconds: 30 } : {}),
+      ...(o.annotations ? { annotations: o.annotations } : {}),
+    },
+    spec: {
+      nodeName: o.nodeName,
+      containers: (o.containers ?? []).map((c) => ({ name: c.name, image: 'registry.k8s.io/pause:3.9' })),
+      restartPolicy: 'Always',
+    },
+    status: {
+      phase: o.phase ?? 'Running',
+      hostIP: '10.0.2.15',
+      podIP: '10.88.0.5',
+      startTime: created,
+      containerStatuses: (o.containers ?? []).map((c) => ({
+        name: c.name,
+        ready: c.state === 'running',
+        restartCount: c.restartCount ?? 0,
+        image: 'registry.k8s.io/pause:3.9',
+        imageID: 'registry.k8s.io/pause@sha256:7031c1b283388d2c2e09b57badb803c05ebed362dc88d84b480cc47f72a21097',
+        started: c.state === 'running',
+        ...(c.id ? { containerID: `containerd://${c.id}` } : {}),
+        state:
+          c.state === 'running'
+            ? { running: { startedAt: created } }
+            : c.state === 'waiting'
+              ? { waiting: { reason: c.reason ?? 'CrashLoopBackOff', message: 'back-off 5m0s restarting failed container' } }
+              : { terminated: { exitCode: 0, reason: c.reason ?? 'Completed', startedAt: created, finishedAt: created, ...(c.id ? { containerID: `containerd://${c.id}` } : {}) } },
+      })),
+    },
+  };
+}
