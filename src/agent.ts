@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { CriClient } from './sources/cri/client.js';
 import { RuntimeView } from './sources/cri/runtime-view.js';
 import { HostFs } from './sources/hostfs/hostfs.js';
+import { lazyKubeAccess } from './sources/kube/api.js';
 import type { AppDeps, ReadinessCheck } from './server/deps.js';
 
 /** Paths pino must never print, wherever they appear in a log object. */
@@ -30,7 +31,8 @@ export function createDeps(config: Config, log: Logger, shutdown: AbortSignal): 
     const ok = await hostFs.exists('/proc/self/stat');
     return { ok, detail: ok ? `reading the host under ${config.hostRoot}` : `no /proc under ${config.hostRoot}` };
   });
-  return { config, log, hostFs, cri, runtime, readiness, shutdown };
+  const kube = lazyKubeAccess({ kubeconfig: config.kubeconfig });
+  return { config, log, hostFs, cri, runtime, kube, readiness, shutdown };
 }
 
 export function closeDeps(deps: AppDeps): void {

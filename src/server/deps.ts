@@ -4,6 +4,7 @@ import { unavailable } from '../errors.js';
 import type { CriClient } from '../sources/cri/client.js';
 import type { RuntimeView } from '../sources/cri/runtime-view.js';
 import type { HostFs } from '../sources/hostfs/hostfs.js';
+import type { KubeAccess } from '../sources/kube/api.js';
 
 /** One source's answer to "can you read your layer right now?" */
 export interface SourceReadiness {
@@ -25,6 +26,8 @@ export interface AppDeps {
   /** null when no CRI socket was found and none was configured. */
   cri: CriClient | null;
   runtime: RuntimeView | null;
+  /** The API server, for /v1/node/drift and --auth kubernetes; loaded on first use, `ok: false` with the reason otherwise. */
+  kube: () => KubeAccess;
   /** Named readiness checks, one per source, reported by /readyz. */
   readiness: Map<string, ReadinessCheck>;
   /** Aborted when the agent shuts down: follow streams end on it. */
