@@ -1,0 +1,147 @@
+/**
+ * --auth kubernetes: the same decision kubelet makes for its own API
+ * (webhook authentication and authorization), against the API server.
+ *
+ *   bearer token ─ TokenReview (audiences from --auth-audiences) ─ 401 if not authenticated
+ *                ─ SubjectAccessReview: get <--auth-resource> (default nodes/proxy) of --node-name ─ 403 if not allowed
+ *
+ * Decisions are cached by the SHA-256 of the token (never the token itself):
+ * allowed for 60 s, refused for 10 s; failures to reach the API server are not
+ * cached and answer 503/504. The token is never logged: the audit line carries
+ * only the user the TokenReview names.
+ *
+ * Open without a token: GET /healthz only (liveness probes cannot send one).
+ * Everything else, /readyz, /metrics and /openapi.json included, needs the
+ * permission.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Problem } from '../../errors.js';
+import type { AccessCheck } from '../../sources/kube/api.js';
+import { SingleFlight } from '../../util/concurrency.js';
+import type { AppDeps } from '../deps.js';
+
+/** Routes answered without a token, by route pattern. */
+export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);
+
+export const AUTH_CACHE = {
+  allowTtlMs: 60_000,
+  denyTtlMs: 10_000,
+  /** distinct tokens remembered at most; the oldest entry goes first */
+  maxEntries: 4096,
+} as const;
+
+/** A bearer token longer than this is refused without asking the API server. */
+const MAX_TOKEN_LENGTH = 16 * 1024;
+
+type Decision =
+  | { ok: true; user: string; groups: string[] }
+  | { ok: false; status: 401 | 403; detail: string; user: string | null; groups: string[] };
+
+interface Entry {
+  decision: Decision;
+  expires: number;
+}
+
+export const unauthorized = (detail: string) => new Problem(401, 'Unauthorized', detail);
+export const forbidden = (detail: string) => new Problem(403, 'Forbidden', detail);
+
+export function accessCheck(resource: string, nodeName: string): AccessCheck {
+  const [res, sub = ''] = resource.split('/');
+  return { verb: 'get', resource: res!, subresource: sub, name: nodeName };
+}
+
+export class AuthDecider {
+  private readonly cache = new Map<string, Entry>();
+  private readonly flights = new SingleFlight();
+  readonly check: AccessCheck;
+
+  constructor(
+    private readonly deps: Pick<AppDeps, 'kube' | 'config'>,
+    private readonly now: () => number = () => Date.now(),
+  ) {
+    this.check = accessCheck(deps.config.authResource, deps.config.nodeName);
+  }
+
+  get size(): number {
+    return this.cache.size;
+  }
+
+  async decide(token: string): Promise<Decision> {
+    const key = createHash('sha256').update(token).digest('hex');
+    const hit = this.cache.get(key);
+    if (hit && hit.expires > this.now()) return hit.decision;
+    if (hit) this.cache.delete(key);
+    return this.flights.do(key, async () => {
+      const decision = await this.review(token);
+      this.remember(key, decision);
+      return decision;
+    });
+  }
+
+  private remember(key: string, decision: Decision): void {
+    if (this.cache.size >= AUTH_CACHE.maxEntries) {
+      const now = this.now();
+      for (const [k, e] of this.cache) if (e.expires <= now) this.cache.delete(k);
+      while (this.cache.size >= AUTH_CACHE.maxEntries) this.cache.delete(this.cache.keys().next().value!);
+    }
+    this.cache.set(key, { decision, expires: this.now() + (decision.ok ? AUTH_CACHE.allowTtlMs : AUTH_CACHE.denyTtlMs) });
+  }
+
+  /** Ask the API server. Throws (uncached) when it cannot be asked. */
+  private async review(token: string): Promise<Decision> {
+    const access = this.deps.kube();
+    if (!access.ok) throw new Problem(503, 'Source unavailable', `--auth kubernetes needs the Kubernetes API server: ${access.reason}`);
+    const tr = await access.api.tokenReview(token, this.deps.config.authAudiences);
+    if (!tr.authenticated) return { ok: false, status: 401, detail: `token not authenticated: ${tr.error}`, user: null, groups: [] };
+    const sar = await access.api.subjectAccessReview(tr.user, this.check);
+    const { username, groups } = tr.user;
+    if (!sar.allowed) {
+      const what = `${this.check.resource}${this.check.subresource ? `/${this.check.subresource}` : ''}`;
+      return {
+        ok: false,
+        status: 403,
+        detail: `user ${JSON.stringify(username)} cannot ${this.check.verb} ${what} of node ${JSON.stringify(this.check.name)}${sar.reason ? `: ${sar.reason}` : ''}`,
+        user: username,
+        groups,
+      };
+    }
+    return { ok: true, user: username, groups };
+  }
+}
+
+export function bearerToken(req: FastifyRequest): string | null {
+  const h = req.headers.authorization;
+  if (typeof h !== 'string') return null;
+  const m = /^Bearer +([^\s]+) *$/i.exec(h);
+  return m && m[1]!.length <= MAX_TOKEN_LENGTH ? m[1]! : null;
+}
+
+/** Installs the onRequest hook; a no-op unless --auth kubernetes. */
+export function installAuth(app: FastifyInstance, deps: AppDeps, decider = new AuthDecider(deps)): AuthDecider | null {
+  if (deps.config.auth !== 'kubernetes') return null;
+  const access = deps.kube();
+  if (!access.ok) deps.log.warn({ reason: access.reason }, '--auth kubernetes: no API server access yet; requests will get 503 until there is');
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      if (req.routeOptions.url !== undefined && OPEN_ROUTES.has(req.routeOptions.url)) return;
+    }
+    const token = bearerToken(req);
+    if (!token) {
+      reply.header('www-authenticate', 'Bearer realm="nodetruth"');
+      throw unauthorized('a bearer token is required (Authorization: Bearer <token>); see --auth kubernetes in the README');
+    }
+    const d = await decider.decide(token);
+    if (d.ok) {
+      req.identity = { user: d.user, groups: d.groups };
+      return;
+    }
+    if (d.user) req.identity = { user: d.user, groups: d.groups };
+    if (d.status === 401) {
+      reply.header('www-authenticate', 'Bearer realm="nodetruth", error="invalid_token"');
+      throw unauthorized(d.detail);
+    }
+    throw forbidden(d.detail);
+  });
+  return decider;
+}

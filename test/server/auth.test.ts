@@ -1,0 +1,162 @@
+/**
+ * --auth kubernetes against the fake API server: TokenReview then
+ * SubjectAccessReview on nodes/proxy of this node, cached by token hash,
+ * problem+json 401/403, identity in the audit line, token never logged.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import t from 'tap';
+import { AUTH_CACHE, OPEN_ROUTES } from '../../src/server/plugins/auth.js';
+import { testApp, type TestApp } from '../helpers/app.js';
+import { FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
+
+const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-auth-'));
+const fake = await new FakeKubeApiServer().start();
+const kubeconfig = fake.writeKubeconfig(dir);
+const ALICE = 'eyJhbGciOiJSUzI1NiJ9.alice-secret-token.sig';
+const BOB = 'eyJhbGciOiJSUzI1NiJ9.bob-secret-token.sig';
+const FORGED = 'eyJhbGciOiJSUzI1NiJ9.forged-token.sig';
+fake.tokens.set(ALICE, { username: 'alice@example.com', groups: ['oncall', 'system:authenticated'], audiences: ['nodetruth', 'https://kubernetes.default.svc'] });
+fake.tokens.set(BOB, { username: 'bob@example.com', groups: ['system:authenticated'], audiences: ['nodetruth'] });
+fake.authorize = (r) => {
+  const a = r.resourceAttributes;
+  const ok = r.groups.includes('oncall') && a.verb === 'get' && a.resource === 'nodes' && a.subresource === 'proxy' && a.name === 'node-a';
+  return ok ? { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "oncall-node-proxy" of ClusterRole "node-proxy" to Group "oncall"' } : { allowed: false };
+};
+
+const agent: TestApp = await testApp(['--auth', 'kubernetes', '--kubeconfig', kubeconfig, '--node-name', 'node-a', '--auth-audiences', 'nodetruth', '--host-root', dir, '--listen', '0.0.0.0:7070']);
+t.teardown(async () => {
+  await agent.close();
+  await fake.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+const get = (url: string, token?: string) => agent.app.inject({ method: 'GET', url, headers: token ? { authorization: `Bearer ${token}` } : {} });
+const reviews = () => ({ tr: fake.count('/apis/authentication.k8s.io'), sar: fake.count('/apis/authorization.k8s.io') });
+const realNow = Date.now;
+const shiftClock = (ms: number) => {
+  Date.now = () => realNow() + ms;
+};
+t.afterEach(() => {
+  Date.now = realNow;
+});
+
+t.test('only /healthz is open', async (t) => {
+  t.same([...OPEN_ROUTES], ['/healthz']);
+  const h = await get('/healthz');
+  t.equal(h.statusCode, 200);
+  for (const url of ['/readyz', '/openapi.json', '/v1/runtime', '/no-such-route']) {
+    const r = await get(url);
+    t.equal(r.statusCode, 401, `${url} needs a token`);
+    t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
+    t.equal(r.headers['www-authenticate'], 'Bearer realm="nodetruth"');
+    t.match(r.json(), { status: 401, title: 'Unauthorized', detail: /bearer token is required/ });
+  }
+  const basic = await agent.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: 'Basic YWxpY2U6cHc=' } });
+  t.equal(basic.statusCode, 401, 'basic auth is not a bearer token');
+});
+
+t.test('allowed: TokenReview with the audiences, SubjectAccessReview for get nodes/proxy of this node; identity audited', async (t) => {
+  const before = reviews();
+  const r = await get('/readyz', ALICE);
+  t.equal(r.statusCode, 200);
+  t.same(reviews(), { tr: before.tr + 1, sar: before.sar + 1 });
+  const tr = fake.requests.find((q) => q.url.includes('tokenreviews'))!.body as { spec: { audiences: string[] } };
+  t.same(tr.spec.audiences, ['nodetruth']);
+  const sar = fake.requests.filter((q) => q.url.includes('subjectaccessreviews')).at(-1)!.body as { spec: Record<string, unknown> };
+  t.same(sar.spec.resourceAttributes, { verb: 'get', resource: 'nodes', subresource: 'proxy', name: 'node-a' });
+  t.equal(sar.spec.user, 'alice@example.com');
+  t.same(sar.spec.groups, ['oncall', 'system:authenticated']);
+  const audit = agent.logs.filter((l) => l.audit).at(-1)!.audit as Record<string, unknown>;
+  t.equal(audit.user, 'alice@example.com');
+  t.equal(audit.status, 200);
+
+  // cached for 60 s: no more reviews
+  await get('/readyz', ALICE);
+  await get('/v1/runtime', ALICE);
+  t.same(reviews(), { tr: before.tr + 1, sar: before.sar + 1 }, 'served from the cache');
+  shiftClock(AUTH_CACHE.allowTtlMs - 1000);
+  await get('/readyz', ALICE);
+  t.same(reviews(), { tr: before.tr + 1, sar: before.sar + 1 }, 'still cached at 59 s');
+  shiftClock(AUTH_CACHE.allowTtlMs + 1000);
+  await get('/readyz', ALICE);
+  t.same(reviews(), { tr: before.tr + 2, sar: before.sar + 2 }, 'reviewed again after 60 s');
+});
+
+t.test('authenticated but not authorized: 403 naming the user and the permission; denial cached 10 s', async (t) => {
+  const before = reviews();
+  const r = await get('/readyz', BOB);
+  t.equal(r.statusCode, 403);
+  t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
+  t.match(r.json(), { status: 403, title: 'Forbidden', detail: 'user "bob@example.com" cannot get nodes/proxy of node "node-a"' });
+  const audit = agent.logs.filter((l) => l.audit).at(-1)!.audit as Record<string, unknown>;
+  t.equal(audit.user, 'bob@example.com', 'the denied user is audited');
+  t.equal(audit.status, 403);
+  await get('/readyz', BOB);
+  t.same(reviews(), { tr: before.tr + 1, sar: before.sar + 1 }, 'denial cached');
+  shiftClock(AUTH_CACHE.denyTtlMs + 1000);
+  await get('/readyz', BOB);
+  t.same(reviews(), { tr: before.tr + 2, sar: before.sar + 2 }, 'asked again after 10 s');
+});
+
+t.test('a token the API server does not authenticate: 401, cached 10 s, no SubjectAccessReview', async (t) => {
+  const before = reviews();
+  const r = await get('/readyz', FORGED);
+  t.equal(r.statusCode, 401);
+  t.match(r.json().detail, /token not authenticated: \[invalid bearer token/);
+  t.equal(r.headers['www-authenticate'], 'Bearer realm="nodetruth", error="invalid_token"');
+  await get('/readyz', FORGED);
+  t.same(reviews(), { tr: before.tr + 1, sar: before.sar }, 'one TokenReview, no SAR');
+});
+
+t.test('a valid token for other audiences is refused', async (t) => {
+  const other = 'token-for-another-audience';
+  fake.tokens.set(other, { username: 'carol', groups: ['oncall'], audiences: ['https://kubernetes.default.svc'] });
+  const r = await get('/readyz', other);
+  t.equal(r.statusCode, 401);
+});
+
+t.test('API server failing: 502/503/504, not cached, nothing leaks', async (t) => {
+  const dave = 'dave-token-never-logged';
+  fake.tokens.set(dave, { username: 'dave', groups: ['oncall'], audiences: ['nodetruth'] });
+  fake.mode.tokenreviews = 'error500';
+  const e500 = await get('/readyz', dave);
+  t.equal(e500.statusCode, 502);
+  fake.mode.tokenreviews = 'forbidden';
+  const e403 = await get('/readyz', dave);
+  t.equal(e403.statusCode, 503);
+  t.match(e403.json().detail, /refused nodetruth's credentials: TokenReview: 403/);
+  fake.mode.tokenreviews = 'ok';
+  fake.mode.subjectaccessreviews = 'error500';
+  t.equal((await get('/readyz', dave)).statusCode, 502);
+  fake.mode.subjectaccessreviews = 'ok';
+  const ok = await get('/readyz', dave);
+  t.equal(ok.statusCode, 200, 'failures were not cached');
+});
+
+t.test('concurrent requests with one token share one review', async (t) => {
+  const erin = 'erin-token';
+  fake.tokens.set(erin, { username: 'erin', groups: ['oncall'], audiences: ['nodetruth'] });
+  const before = reviews();
+  const rs = await Promise.all(Array.from({ length: 10 }, () => get('/readyz', erin)));
+  t.same(rs.map((r) => r.statusCode), Array(10).fill(200));
+  t.same(reviews(), { tr: before.tr + 1, sar: before.sar + 1 });
+});
+
+t.test('no token ever reaches a log line', async (t) => {
+  const all = JSON.stringify(agent.logs);
+  t.ok(agent.logs.length > 20, `${agent.logs.length} log lines checked`);
+  for (const tok of [ALICE, BOB, FORGED, 'dave-token-never-logged', 'erin-token', 'token-for-another-audience']) t.notOk(all.includes(tok), 'token absent from logs');
+  t.notOk(all.includes('secret-token'), 'no token fragment');
+});
+
+t.test('auth on without cluster access: 503 with the reason', async (t) => {
+  const a = await testApp(['--auth', 'kubernetes', '--kubeconfig', path.join(dir, 'missing'), '--node-name', 'node-a', '--host-root', dir]);
+  t.teardown(() => a.close());
+  const warn = a.logs.find((l) => /no API server access/.test(String(l.msg)));
+  t.ok(warn, 'warned at start');
+  const r = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${ALICE}` } });
+  t.equal(r.statusCode, 503);
+  t.match(r.json().detail, /--auth kubernetes needs the Kubernetes API server: kubeconfig .*missing does not exist/);
+  t.equal((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+});
