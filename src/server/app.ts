@@ -4,6 +4,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTyp
 import { VERSION } from '../version.js';
 import type { AppDeps } from './deps.js';
 import { installAuditLog } from './plugins/audit.js';
+import { installAuth } from './plugins/auth.js';
 import { installProblemHandlers } from './plugins/problems.js';
 import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
@@ -41,6 +42,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   installProblemHandlers(app);
   installAuditLog(app);
   installTextFormat(app);
+  installAuth(app, deps);
 
   await app.register(healthRoutes, { deps });
   await app.register(runtimeRoutes, { deps });
