@@ -14,7 +14,7 @@ export const REDACTED = '<redacted>';
 /** Keys whose values are treated as secrets wherever they appear. */
 export const SECRET_KEY = /(pass(word|wd)?|secret|token|api[-_]?key|private[-_]?key|access[-_]?key|credential|auth|cookie|session|bearer|signature)/i;
 
-const SECRET_ARG = /^(--?[A-Za-z0-9_.-]*(pass(word|wd)?|secret|token|api[-_]?key|private[-_]?key|access[-_]?key|credential|auth)[A-Za-z0-9_.-]*)(=.*)?$/i;
+const SECRET_ARG = /^(--?[A-Za-z0-9_.-]*(?:pass(?:word|wd)?|secret|token|api[-_]?key|private[-_]?key|access[-_]?key|credential|auth)[A-Za-z0-9_.-]*)(=.*)?$/i;
 
 /** `NAME=value` → `NAME=<redacted>`. */
 export function redactEnvEntry(entry: string): string {
@@ -33,7 +33,7 @@ export function redactArgs(args: string[]): string[] {
       continue;
     }
     const m = SECRET_ARG.exec(arg);
-    if (m && m[3] !== undefined) out.push(`${m[1]}=${REDACTED}`);
+    if (m && m[2] !== undefined) out.push(`${m[1]}=${REDACTED}`);
     else {
       out.push(arg);
       if (m) redactNext = true;
