@@ -149,6 +149,9 @@ export class JournalSource {
       const code = await exited(child);
       const err = stderr();
       if (!truncated && !signal?.aborted) classifyStderr(err, code, q);
+      // journalctl 252 prints `--lines=N --grep=P` newest first (it searches backwards and
+      // forgets to turn round); kubelet's node log query inherits that. Restore oldest-first.
+      if (q.pattern !== null && q.tailLines !== null && records.length > 1 && records[0]!.time > records.at(-1)!.time) records.reverse();
       return { records, warnings: warningsOf(err), truncated, command: [cmd.file, ...argv] };
     } finally {
       clearTimeout(timer);

@@ -78,6 +78,11 @@ t.test('several units, boot, since/until, priority, pattern', async (t) => {
   const g = await src.query(jq({ query: ['containerd'], pattern: 'shim disconnected' }));
   t.same(g.records.map((x) => x.cursor), direct('-u', 'containerd', '--grep', 'shim disconnected').map((x) => x.__CURSOR));
   t.equal(g.records.length, 3);
+  // journalctl 252 prints -n N --grep newest first; we return oldest first like every other answer
+  const tailGrep = await src.query(jq({ pattern: 'oom-killer|Killed process', tailLines: 3 }));
+  const d3 = direct('--grep', 'oom-killer|Killed process', '-n', '3').map((x) => x.__CURSOR);
+  t.same(tailGrep.records.map((x) => x.cursor), d3.slice().reverse());
+  t.ok(tailGrep.records[0]!.time < tailGrep.records[2]!.time);
   const none = await src.query(jq({ query: ['containerd'], pattern: 'no such text anywhere' }));
   t.same(none.records, [], 'journalctl exits 1 when --grep matches nothing: not an error');
   const unknown = await src.query(jq({ query: ['nosuch'] }));

@@ -4,7 +4,7 @@ import { journalctlArgs } from '../../../src/sources/journal/journalctl.js';
 import { parseRfc3339Micros, formatMicros } from '../../../src/sources/journal/time.js';
 import { isProblem } from '../../../src/errors.js';
 
-const bad = (t: Tap.Test, input: Parameters<typeof validateJournalQuery>[0], param: string) => {
+const bad = (t: { fail: (m: string) => unknown; ok: (v: unknown, m: string) => unknown }, input: Parameters<typeof validateJournalQuery>[0], param: string) => {
   try {
     validateJournalQuery(input);
     t.fail(`accepted ${JSON.stringify(input)}`);
@@ -12,9 +12,6 @@ const bad = (t: Tap.Test, input: Parameters<typeof validateJournalQuery>[0], par
     t.ok(isProblem(err) && err.status === 400 && (err.extra as { param?: string })?.param === param, `${JSON.stringify(input)} → 400 ${param}`);
   }
 };
-declare namespace Tap {
-  type Test = Parameters<Parameters<typeof t.test>[1]>[0];
-}
 
 t.test('kubelet names and limits', async (t) => {
   const q = validateJournalQuery({ query: ['kubelet', 'containerd.service', 'systemd-journald@x:y', '  '], tailLines: 100000, boot: -1 });

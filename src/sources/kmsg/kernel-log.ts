@@ -1,0 +1,185 @@
+import { badRequest } from '../../errors.js';
+import type { HostFs } from '../hostfs/hostfs.js';
+import type { JournalSource } from '../journal/journalctl.js';
+import { formatMicros } from '../journal/time.js';
+import { LEVEL_NAMES, type KmsgRecord } from './parse.js';
+import { bootWallUs, type KmsgItem, type KmsgReader } from './reader.js';
+
+/** A kernel log record as /v1/kernel returns it. */
+export interface KernelRecord {
+  /** kmsg sequence number; null for records only the journal still holds */
+  seq: number | null;
+  time: string;
+  monotonicUs: number;
+  level: number;
+  levelName: string;
+  facility: number;
+  text: string;
+  dict: Record<string, string>;
+  source: 'kmsg' | 'journal';
+  cursor: string | null;
+}
+
+export type KernelItem = { kind: 'record'; record: KernelRecord } | { kind: 'gap'; afterSeq: number | null };
+
+export interface KernelQuery {
+  sinceSeq: number | null;
+  tailLines: number | null;
+  pattern: RegExp | null;
+}
+
+export interface KernelResult {
+  records: KernelRecord[];
+  /** ring-buffer overruns seen while reading (EPIPE): records were lost between these */
+  gaps: Array<{ afterSeq: number | null }>;
+  /** the oldest sequence number the ring buffer still held */
+  oldestSeq: number | null;
+  warnings: string[];
+}
+
+export const MAX_KERNEL_TAIL = 100_000;
+
+/** journalctl-like smart case: case-insensitive unless the pattern has a capital letter. */
+export function compileKernelPattern(p: string): RegExp {
+  if (p.length > 1024) throw badRequest('pattern: longer than 1024 characters', { param: 'pattern' });
+  try {
+    return new RegExp(p, /\p{Lu}/u.test(p.replace(/\\./g, '')) ? 'u' : 'iu');
+  } catch (err) {
+    throw badRequest(`pattern: ${(err as Error).message}`, { param: 'pattern' });
+  }
+}
+
+/**
+ * The kernel log: /dev/kmsg for what the ring buffer holds, the journal's
+ * kernel transport (this boot) for older records the ring no longer has.
+ */
+export class KernelLog {
+  constructor(
+    private readonly reader: KmsgReader,
+    private readonly hostFs: HostFs,
+    private readonly journal: JournalSource | null,
+    private readonly bootUs: () => number = bootWallUs,
+  ) {}
+
+  toRecord(r: KmsgRecord, boot = this.bootUs()): KernelRecord {
+    return {
+      seq: r.seq,
+      time: formatMicros(boot + r.tsUsec),
+      monotonicUs: r.tsUsec,
+      level: r.level,
+      levelName: LEVEL_NAMES[r.level] ?? String(r.level),
+      facility: r.facility,
+      text: r.text,
+      dict: r.dict,
+      source: 'kmsg',
+      cursor: null,
+    };
+  }
+
+  async read(q: KernelQuery, signal?: AbortSignal): Promise<KernelResult> {
+    const items = await this.reader.readAll(signal);
+    const boot = this.bootUs();
+    const gaps: KernelResult['gaps'] = [];
+    let records: KernelRecord[] = [];
+    let oldest: KmsgRecord | null = null;
+    for (const it of items) {
+      if (it.kind === 'gap') {
+        gaps.push({ afterSeq: it.afterSeq });
+        continue;
+      }
+      oldest ??= it.record;
+      if (q.sinceSeq !== null && it.record.seq < q.sinceSeq) continue;
+      const rec = this.toRecord(it.record, boot);
+      if (q.pattern && !q.pattern.test(rec.text)) continue;
+      records.push(rec);
+    }
+    const warnings: string[] = [];
+    // History the ring no longer holds: sequence numbers start at 0 at boot, so an
+    // oldest record with seq > 0 means older ones were overwritten.
+    const lost = oldest !== null && oldest.seq > 0;
+    const wantOlder = q.sinceSeq !== null ? oldest !== null && q.sinceSeq < oldest.seq : q.tailLines === null || records.length < q.tailLines;
+    if (lost && wantOlder && this.journal) {
+      try {
+        const older = await this.fromJournal(oldest!, q, boot, signal);
+        records = [...older, ...records];
+      } catch (err) {
+        warnings.push(`journal fallback for older kernel records failed: ${(err as Error).message}`);
+      }
+    }
+    if (q.tailLines !== null) records = q.tailLines === 0 ? [] : records.slice(-q.tailLines);
+    return { records, gaps, oldestSeq: oldest?.seq ?? null, warnings };
+  }
+
+  private async fromJournal(oldest: KmsgRecord, q: KernelQuery, boot: number, signal?: AbortSignal): Promise<KernelRecord[]> {
+    const bootId = (await this.hostFs.readFile('/proc/sys/kernel/random/boot_id'))?.trim().replace(/-/g, '');
+    if (!bootId || !/^[0-9a-f]{32}$/.test(bootId)) throw new Error('cannot read the boot id');
+    const res = await this.journal!.query(
+      {
+        kind: 'journal',
+        units: [],
+        sinceUs: null,
+        untilUs: boot + oldest.tsUsec,
+        tailLines: q.tailLines ?? 10_000,
+        pattern: null,
+        boot: null,
+        priority: null,
+        follow: false,
+        matches: ['_TRANSPORT=kernel', `_BOOT_ID=${bootId}`],
+      },
+      signal,
+    );
+    return res.records
+      .filter((r) => (r.monotonicUs ?? Infinity) < oldest.tsUsec && (!q.pattern || q.pattern.test(r.message)))
+      .map((r) => ({
+        seq: null,
+        time: formatMicros(boot + r.monotonicUs!),
+        monotonicUs: r.monotonicUs!,
+        level: r.priority ?? 6,
+        levelName: LEVEL_NAMES[r.priority ?? 6] ?? '',
+        facility: 0,
+        text: r.message,
+        dict: {},
+        source: 'journal' as const,
+        cursor: r.cursor,
+      }));
+  }
+
+  /** Follow by polling the non-blocking fd; yields records after `sinceSeq` (or the last `tailLines`). */
+  async *follow(q: KernelQuery, signal: AbortSignal, pollMs = 250): AsyncGenerator<KernelItem, void, undefined> {
+    const cursor = await this.reader.open();
+    try {
+      const boot = this.bootUs();
+      const first: KmsgItem[] = [];
+      for (;;) {
+        const b = await cursor.next();
+        if (b.length === 0) break;
+        first.push(...b);
+      }
+      let backlog = first.filter((i) => i.kind === 'gap' || ((q.sinceSeq === null || i.record.seq >= q.sinceSeq) && (!q.pattern || q.pattern.test(i.record.text))));
+      if (q.sinceSeq === null) backlog = backlog.slice(-(q.tailLines ?? 10)).filter(() => (q.tailLines ?? 10) > 0);
+      for (const i of backlog) yield i.kind === 'gap' ? i : { kind: 'record', record: this.toRecord(i.record, boot) };
+      while (!signal.aborted) {
+        await sleep(pollMs, signal);
+        if (signal.aborted) break;
+        for (const i of await cursor.next()) {
+          if (i.kind === 'gap') yield i;
+          else if (!q.pattern || q.pattern.test(i.record.text)) yield { kind: 'record', record: this.toRecord(i.record, boot) };
+        }
+      }
+    } finally {
+      await cursor.close();
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
