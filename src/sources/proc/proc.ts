@@ -60,10 +60,25 @@ export function mainProcess(procs: readonly ProcessInfo[]): ProcessInfo | null {
   return pool.reduce<ProcessInfo | null>((best, p) => (best === null || p.startTicks < best.startTicks ? p : best), null);
 }
 
+/**
+ * readlink of one ns link; null when the process is gone or the kernel refuses
+ * (ptrace access mode check: without CAP_SYS_PTRACE over that process, e.g. a
+ * PID 1 outside the agent's user namespace).
+ */
+async function nsLink(fs: HostFs, pid: number, type: NsType): Promise<string | null> {
+  try {
+    return await fs.readlink(`/proc/${pid}/ns/${type}`);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EACCES' || code === 'EPERM') return null;
+    throw err;
+  }
+}
+
 /** Namespace inodes of a process (readlink /proc/<pid>/ns/*); null when it is gone. */
 export async function readNamespaces(fs: HostFs, pid: number): Promise<Map<NsType, number> | null> {
   assertPid(pid);
-  const links = await Promise.all(NS_TYPES.map((t) => fs.readlink(`/proc/${pid}/ns/${t}`)));
+  const links = await Promise.all(NS_TYPES.map((t) => nsLink(fs, pid, t)));
   const out = new Map<NsType, number>();
   NS_TYPES.forEach((t, i) => {
     const ns = parseNsLink(links[i] ?? null);

@@ -1,0 +1,138 @@
+/** cgroup v2 file parsers on the contents captured from a real node (shared/captures/node-vm). */
+import t from 'tap';
+import { limitValue } from '../../../src/model/cgroup.js';
+import {
+  parseCpu,
+  parseCpuMax,
+  parseFlatKeyed,
+  parseIoStat,
+  parseLimit,
+  parseMemory,
+  parseMemoryEvents,
+  parsePsi,
+  parseSingle,
+  workingSet,
+} from '../../../src/sources/cgroup/parse.js';
+import { CAPTURED, memoryStat } from '../../fixtures/node-tree.js';
+
+t.test('cpu.stat of the throttled container (0.1-core quota, spinning)', async (t) => {
+  const cpu = parseCpu(CAPTURED.spin.cpuStat, CAPTURED.spin.cpuMax, CAPTURED.spin.cpuWeight);
+  t.same(cpu, {
+    usageUsec: 1824308,
+    userUsec: 1710795,
+    systemUsec: 113512,
+    nrPeriods: 169,
+    nrThrottled: 168,
+    throttledUsec: 14961853,
+    nrBursts: 0,
+    burstUsec: 0,
+    max: { quotaUsec: 10000, periodUsec: 100000, quotaCores: 0.1 },
+    weight: 4,
+  });
+});
+
+t.test('cpu.stat without the cpu controller has only the usage keys', async (t) => {
+  const cpu = parseCpu('usage_usec 5555\nuser_usec 4999\nsystem_usec 556\n', null, null);
+  t.same(cpu, {
+    usageUsec: 5555,
+    userUsec: 4999,
+    systemUsec: 556,
+    nrPeriods: null,
+    nrThrottled: null,
+    throttledUsec: null,
+    nrBursts: null,
+    burstUsec: null,
+    max: null,
+    weight: null,
+  });
+  t.same(parseCpu(null, null, null).usageUsec, null);
+});
+
+t.test('cpu.max', async (t) => {
+  t.same(parseCpuMax('max 100000\n'), { quotaUsec: 'max', periodUsec: 100000, quotaCores: 'max' });
+  t.same(parseCpuMax('250000 100000\n'), { quotaUsec: 250000, periodUsec: 100000, quotaCores: 2.5 });
+  t.same(parseCpuMax('1000 3000\n'), { quotaUsec: 1000, periodUsec: 3000, quotaCores: 0.3333 });
+  t.equal(parseCpuMax(null), null);
+  t.equal(parseCpuMax(''), null);
+  t.equal(parseCpuMax('max'), null, 'no period');
+  t.equal(parseCpuMax('10 0'), null, 'zero period');
+  t.equal(parseCpuMax('ten 100000'), null);
+});
+
+t.test('"max" is kept as the string "max"; null only for a missing file', async (t) => {
+  t.equal(parseLimit(CAPTURED.podSlice.memoryMax), 'max');
+  t.equal(parseLimit(CAPTURED.oomChild.memoryMax), 33554432);
+  t.equal(parseLimit(CAPTURED.oomChild.memorySwapMax), 0, 'swap.max 0 is a limit of zero, not unlimited');
+  t.equal(parseLimit(null), null);
+  t.equal(parseLimit('garbage'), null);
+  t.equal(limitValue('max'), Infinity);
+  t.equal(limitValue(5), 5);
+  t.equal(limitValue(null), null);
+});
+
+t.test('single values', async (t) => {
+  t.equal(parseSingle(CAPTURED.oomChild.memoryCurrent), 184320);
+  t.equal(parseSingle('  42 \n'), 42);
+  t.equal(parseSingle(''), null);
+  t.equal(parseSingle('max'), null);
+  t.equal(parseSingle(null), null);
+});
+
+t.test('memory.events: container (child OOM-killed) and pod slice (hierarchical, counts the dead container)', async (t) => {
+  t.same(parseMemoryEvents(CAPTURED.oomChild.memoryEvents), { low: 0, high: 0, max: 32, oom: 1, oomKill: 1, oomGroupKill: 0 });
+  t.same(parseMemoryEvents(CAPTURED.podSlice.memoryEvents), { low: 0, high: 0, max: 50, oom: 2, oomKill: 2, oomGroupKill: 0 });
+  t.same(parseMemoryEvents(CAPTURED.podSlice.memoryEventsLocal), { low: 0, high: 0, max: 0, oom: 0, oomKill: 0, oomGroupKill: 0 });
+  t.same(parseMemoryEvents('low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n'), { low: 0, high: 0, max: 3, oom: 1, oomKill: 1, oomGroupKill: null }, 'before 5.17: no oom_group_kill');
+  t.equal(parseMemoryEvents(null), null);
+});
+
+t.test('flat keyed files ignore junk lines', async (t) => {
+  t.same([...parseFlatKeyed('a 1\n\nb x\nnokey\n c 3\nd -2\n')!], [['a', 1], ['d', -2]]);
+  t.equal(parseFlatKeyed(null), null);
+});
+
+t.test('PSI', async (t) => {
+  t.same(parsePsi(CAPTURED.spin.cpuPressure), {
+    some: { avg10: 47.58, avg60: 13.58, avg300: 3.09, total: 10277915 },
+    full: { avg10: 47.58, avg60: 13.58, avg300: 3.09, total: 10260438 },
+  });
+  t.same(parsePsi(CAPTURED.procPressure.io), {
+    some: { avg10: 0, avg60: 0.18, avg300: 0.12, total: 781909 },
+    full: { avg10: 0, avg60: 0.04, avg300: 0.01, total: 281312 },
+  });
+  t.same(parsePsi('some avg10=1.50 avg60=0.00 avg300=0.00 total=12\n'), { some: { avg10: 1.5, avg60: 0, avg300: 0, total: 12 }, full: null }, 'old kernels: no full line for cpu');
+  t.equal(parsePsi('full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n'), null, 'no some line: nothing');
+  t.equal(parsePsi('some avg10=x avg60=0.00 avg300=0.00 total=1\n'), null);
+  t.equal(parsePsi(null), null);
+});
+
+t.test('io.stat', async (t) => {
+  t.same(parseIoStat('254:0 rbytes=1458176 wbytes=0 rios=37 wios=0 dbytes=0 dios=0\n8:16 rbytes=1 wbytes=2 rios=3 wios=4\n'), [
+    { device: '254:0', rbytes: 1458176, wbytes: 0, rios: 37, wios: 0, dbytes: 0, dios: 0 },
+    { device: '8:16', rbytes: 1, wbytes: 2, rios: 3, wios: 4, dbytes: 0, dios: 0 },
+  ]);
+  t.same(parseIoStat(''), [], 'no I/O yet: empty file, empty list');
+  t.same(parseIoStat('254:0 rbytes=1 wbytes=1 rios=1 wios=1 dbytes=0 dios=0 cost.vrate=100.00 cost.usage=5\n')[0]?.rbytes, 1, 'io.cost keys ignored');
+  t.equal(parseIoStat(null), null);
+});
+
+t.test('memory: working set as cAdvisor computes it', async (t) => {
+  const m = parseMemory({
+    current: CAPTURED.oomChild.memoryCurrent,
+    max: CAPTURED.oomChild.memoryMax,
+    peak: CAPTURED.oomChild.memoryPeak,
+    swapCurrent: '0\n',
+    swapMax: CAPTURED.oomChild.memorySwapMax,
+    events: CAPTURED.oomChild.memoryEvents,
+    eventsLocal: CAPTURED.oomChild.memoryEventsLocal,
+    stat: memoryStat({ anon: 36864, file: 12288, inactiveFile: 8192 }),
+  });
+  t.match(m, { current: 184320, max: 33554432, peak: 33554432, swapCurrent: 0, swapMax: 0, anon: 36864, file: 12288, inactiveFile: 8192, activeFile: 4096, shmem: 0 });
+  t.equal(m.workingSet, 184320 - 8192);
+  t.equal(m.events?.oomKill, 1);
+  t.equal(workingSet(100, 150), 0, 'floored at 0 when inactive_file exceeds usage');
+  t.equal(workingSet(100, null), 100, 'no memory.stat: usage');
+  t.equal(workingSet(null, 5), null);
+  const none = parseMemory({ current: null, max: null, peak: null, swapCurrent: null, swapMax: null, events: null, eventsLocal: null, stat: null });
+  t.same(Object.values(none), Object.values(none).map(() => null), 'no memory controller: all null');
+});
