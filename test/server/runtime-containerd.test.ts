@@ -8,8 +8,7 @@ import { containerdMissing, TEST_IMAGE, TestContainerd } from '../helpers/contai
 
 const missing = containerdMissing();
 if (missing) {
-  t.comment(`skipped: ${missing}`);
-  t.skip(`real containerd: ${missing}`);
+  t.plan(0, `skipped: real containerd unavailable: ${missing}`);
 } else {
   const ctrd = new TestContainerd();
   await ctrd.start();
