@@ -8,6 +8,7 @@ import { installAuth } from './plugins/auth.js';
 import { installProblemHandlers } from './plugins/problems.js';
 import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
+import { driftRoutes } from './routes/drift.js';
 import { healthRoutes } from './routes/health.js';
 import { nodeRoutes } from './routes/node.js';
 import { processRoutes } from './routes/processes.js';
@@ -49,6 +50,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(cgroupRoutes, { deps });
   await app.register(processRoutes, { deps });
   await app.register(nodeRoutes, { deps });
+  await app.register(driftRoutes, { deps });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
