@@ -1,0 +1,67 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { parseDuration } from '../src/duration.js';
+
+const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
+
+t.test('defaults outside Kubernetes', async (t) => {
+  const { config } = loadConfig([], { NODE_NAME: 'node-a' });
+  t.same(config.listen, { host: '127.0.0.1', port: 7070 });
+  t.equal(config.criTimeoutMs, 2000);
+  t.equal(config.auth, 'none');
+  t.equal(config.nodeName, 'node-a');
+  t.equal(config.maxFollows, 8);
+});
+
+t.test('flags win over their environment twins', async (t) => {
+  const env = { NODETRUTH_CRI_TIMEOUT: '5s', NODETRUTH_LISTEN: '127.0.0.1:9000', NODE_NAME: 'n' };
+  t.equal(loadConfig([], env).config.criTimeoutMs, 5000);
+  t.equal(loadConfig(['--cri-timeout', '750ms'], env).config.criTimeoutMs, 750);
+  t.equal(loadConfig([], env).config.listen.port, 9000);
+});
+
+t.test('bad flags are refused with the reason', async (t) => {
+  const bad: [string[], RegExp][] = [
+    [['--listen', '0.0.0.0:7070'], /--listen: refusing to listen on non-loopback 0\.0\.0\.0 without --auth kubernetes/],
+    [['--listen', 'nonsense'], /--listen: expected host:port/],
+    [['--listen', '127.0.0.1:99999'], /port 99999 out of range/],
+    [['--cri-timeout', '0s'], /--cri-timeout: expected a duration/],
+    [['--cri-timeout', '2'], /--cri-timeout/],
+    [['--cri-endpoint', '/run/containerd.sock'], /--cri-endpoint: expected unix:\/\/\//],
+    [['--auth', 'basic'], /--auth/],
+    [['--host-root', 'relative/path'], /--host-root: must be an absolute path/],
+    [['--node-name', 'Bad_Name'], /--node-name: must be a DNS-1123 subdomain/],
+    [['--no-such-flag'], /Unknown option '--no-such-flag'/],
+    [['--max-follows', '0'], /--max-follows/],
+  ];
+  for (const [argv, message] of bad) {
+    t.throws(() => loadConfig(argv, { NODE_NAME: 'n' }), ConfigError, argv.join(' '));
+    t.throws(() => loadConfig(argv, { NODE_NAME: 'n' }), { message }, argv.join(' '));
+  }
+  t.equal(loadConfig(['--listen', '0.0.0.0:7070', '--auth', 'kubernetes'], { NODE_NAME: 'n' }).config.auth, 'kubernetes', 'non-loopback is fine with auth');
+  t.equal(loadConfig(['--listen', '[::1]:7070'], { NODE_NAME: 'n' }).config.listen.host, '::1');
+});
+
+t.test('durations', async (t) => {
+  t.equal(parseDuration('2s'), 2000);
+  t.equal(parseDuration('1m30s'), 90_000);
+  t.equal(parseDuration('500ms'), 500);
+  t.equal(parseDuration('1.5s'), 1500);
+  t.equal(parseDuration('5'), null);
+  t.equal(parseDuration('-1s'), null);
+});
+
+t.test('the CLI exits 2 on a bad flag, prints the version', async (t) => {
+  const run = (args: string[]) => spawnSync(process.execPath, ['--import', 'tsx', cli, ...args], { encoding: 'utf8', timeout: 30_000 });
+  const bad = run(['serve', '--listen', '10.0.0.1:7070']);
+  t.equal(bad.status, 2);
+  t.match(bad.stderr, /^nodetruth: --listen: refusing to listen on non-loopback 10\.0\.0\.1 without --auth kubernetes/);
+  const version = run(['version']);
+  t.equal(version.status, 0);
+  t.match(version.stdout, /^nodetruth \d+\.\d+\.\d+\n$/);
+  const unknown = run(['frobnicate']);
+  t.equal(unknown.status, 2);
+  t.match(unknown.stderr, /unknown command "frobnicate"/);
+});

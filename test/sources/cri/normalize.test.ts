@@ -1,0 +1,69 @@
+/** CRI message normalization, on responses captured from a real containerd 1.6.20 (test/fixtures/cri/). */
+import { readFileSync } from 'node:fs';
+import t from 'tap';
+import { cgroupDriverOf } from '../../../src/server/routes/runtime.js';
+import { unavailableCause } from '../../../src/sources/cri/errors.js';
+import { resolvePrefix } from '../../../src/sources/cri/ids.js';
+import { nanosToRfc3339, parseInfo, toImage, toImageFsInfo, toRuntimeStatus } from '../../../src/sources/cri/normalize.js';
+
+const capture = (name: string) => JSON.parse(readFileSync(new URL(`../../fixtures/cri/${name}`, import.meta.url), 'utf8'));
+
+t.test('Status with verbose info', async (t) => {
+  const s = toRuntimeStatus(capture('v1-status-verbose.json'));
+  t.same(s.conditions, [
+    { type: 'RuntimeReady', status: true, reason: '', message: '' },
+    { type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady', message: 'Network plugin returns error: cni plugin not initialized' },
+  ]);
+  t.equal(s.info.golang, 'go1.19.8', 'a JSON string value is parsed');
+  t.same((s.info.cniconfig as { PluginDirs: string[] }).PluginDirs, ['/tmp/cri-spike/cni/bin']);
+  t.equal(cgroupDriverOf(s.info), 'cgroupfs');
+  t.equal(cgroupDriverOf({ config: { containerd: { defaultRuntimeName: 'runc', runtimes: { runc: { options: { SystemdCgroup: true } } } } } }), 'systemd');
+  t.equal(cgroupDriverOf({}), null, 'unknown without verbose config');
+});
+
+t.test('ListImages and ImageFsInfo', async (t) => {
+  const [img] = capture('v1-list-images-after-import.json').images.map(toImage);
+  t.same(img, {
+    id: 'sha256:005dd9993871635e263a377be255262fa3ab6d5dba78bc944cea454b80e3162d',
+    repoTags: ['docker.io/library/busybox-spike:1.35.0'],
+    repoDigests: [],
+    size: 1987244,
+    pinned: false,
+    username: '',
+    uid: null,
+  });
+  const fs = toImageFsInfo(capture('v1-image-fs-info-after-import.json'));
+  t.same(fs.imageFilesystems, [
+    { timestamp: '2026-11-29T17:38:37.905087686Z', mountpoint: '/tmp/cri-spike/root/io.containerd.snapshotter.v1.overlayfs', usedBytes: 1990656, inodesUsed: 4 },
+  ]);
+});
+
+t.test('timestamps keep nanoseconds; 0 is unset', async (t) => {
+  t.equal(nanosToRfc3339('1795973917905087686'), '2026-11-29T17:38:37.905087686Z');
+  t.equal(nanosToRfc3339('1795973917000000001'), '2026-11-29T17:38:37.000000001Z');
+  t.equal(nanosToRfc3339('0'), null);
+  t.equal(nanosToRfc3339(undefined), null);
+});
+
+t.test('info values that are not JSON stay text', async (t) => {
+  t.same(parseInfo({ a: '{"x":1}', b: 'plain', c: '"quoted"' }), { a: { x: 1 }, b: 'plain', c: 'quoted' });
+  t.same(parseInfo(undefined), {});
+});
+
+t.test('grpc-js UNAVAILABLE details shortened to the errno (captures/cri/failure-modes.json)', async (t) => {
+  t.equal(
+    unavailableCause('No connection established. Last error: Error: connect ENOENT /tmp/cri-spike/does-not-exist.sock. Resolution note: '),
+    'connect ENOENT /tmp/cri-spike/does-not-exist.sock',
+  );
+  t.equal(unavailableCause('No connection established. Last error: connect ECONNREFUSED /x.sock'), 'connect ECONNREFUSED /x.sock');
+  t.equal(unavailableCause('something else'), 'something else');
+});
+
+t.test('prefix resolution', async (t) => {
+  const items = [{ id: 'abc1' }, { id: 'abc2' }, { id: 'abd' }, { id: 'ab' }];
+  t.equal(resolvePrefix(items, 'abc1', 'container').id, 'abc1');
+  t.equal(resolvePrefix(items, 'ab', 'container').id, 'ab', 'an exact id wins over longer ids it prefixes');
+  t.equal(resolvePrefix(items, 'abd', 'container').id, 'abd');
+  t.throws(() => resolvePrefix(items, 'abc', 'container'), { status: 409, extra: { candidates: ['abc1', 'abc2'] } });
+  t.throws(() => resolvePrefix(items, 'f', 'container'), { status: 404 });
+});
