@@ -2,7 +2,7 @@
  * The kubepods walk and per-cgroup reads, on generated trees laid out as the
  * captured systemd + containerd node, for both kubelet cgroup drivers.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -10,6 +10,7 @@ import type { CgroupDriver } from '../../../src/model/cgroup.js';
 import { detectMode, readCgroupStats, readMany, readProcs, walkKubepods } from '../../../src/sources/cgroup/cgroups.js';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import {
+  armCanaries,
   BESTEFFORT_ID,
   BESTEFFORT_UID,
   CANARY,
@@ -30,14 +31,6 @@ import {
   syntheticNodeSpec,
   tempHostRoot,
 } from '../../fixtures/node-tree.js';
-
-/** Make every canary's atime old, so a read (relatime) would move it; returns a checker. */
-export function armCanaries(canaries: string[]): () => string[] {
-  const old = new Date('2001-01-01T00:00:00Z');
-  const mtime = new Date('2000-01-01T00:00:00Z');
-  for (const c of canaries) utimesSync(c, old, mtime);
-  return () => canaries.filter((c) => statSync(c).atimeMs !== old.getTime());
-}
 
 for (const driver of ['systemd', 'cgroupfs'] as CgroupDriver[]) {
   t.test(`${driver} driver`, async (t) => {
