@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { closeDeps, createDeps, createLogger } from './agent.js';
 import { ConfigError, flagHelp, loadConfig } from './config.js';
+import { attachMain } from './launcher/attach.js';
 import { buildApp } from './server/app.js';
 import { VERSION } from './version.js';
 
@@ -8,6 +9,8 @@ const USAGE = `nodetruth ${VERSION}: what a Kubernetes node is really doing, rea
 
 Usage:
   nodetruth serve [flags]     serve the HTTP API (default 127.0.0.1:7070)
+  nodetruth attach <node>     run it in a debug pod on a node, port-forward, clean up on exit
+                              (also as the kubectl plugin: kubectl nodetruth attach <node>)
   nodetruth version           print the version
 
 Flags (each has an environment twin):
@@ -51,6 +54,8 @@ async function main(args: string[]): Promise<number> {
     case 'serve':
       await serve(rest);
       return -1; // keep running
+    case 'attach':
+      return attachMain(rest);
     case 'version':
     case '--version':
       process.stdout.write(`nodetruth ${VERSION}\n`);
