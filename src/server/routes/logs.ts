@@ -1,0 +1,200 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { isProblem, notFound } from '../../errors.js';
+import { runtimeIndex, namesFor } from '../../sources/cgroup/names.js';
+import { validateJournalQuery, validateFileQuery } from '../../sources/journal/query.js';
+import { readLogFile } from '../../sources/journal/file-log.js';
+import { compileKernelPattern, MAX_KERNEL_TAIL } from '../../sources/kmsg/kernel-log.js';
+import { PODLOG_LIMITS, type LogLocation } from '../../sources/podlogs/podlogs.js';
+import { parseRfc3339Micros } from '../../sources/journal/time.js';
+import type { AppDeps } from '../deps.js';
+import { followLimiter, sendFollow } from '../follow.js';
+import { logSources } from '../log-sources.js';
+import { badRequest } from '../../errors.js';
+import { idParams, query, repeated } from '../schemas.js';
+
+/** "true"/"false"/"1"/"0" as a query parameter */
+const bool = z
+  .enum(['true', 'false', '1', '0', ''])
+  .transform((s) => s === 'true' || s === '1' || s === '')
+  .optional();
+/** an integer query parameter; bounds are checked by the source so the message names kubelet's limit */
+const int = z
+  .string()
+  .regex(/^-?\d{1,9}$/, 'expected an integer')
+  .transform(Number)
+  .optional();
+const text = (max: number) => z.string().max(max).optional();
+
+export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  const src = () => logSources(deps);
+
+  app.get(
+    '/v1/logs',
+    {
+      schema: {
+        summary: "The journal (or a file under /var/log), with kubelet's node log query parameters",
+        querystring: query({
+          query: repeated(z.string().max(4096), 16).optional().describe('unit (repeatable, at most 4), or one file path under /var/log'),
+          sinceTime: text(64).describe('RFC3339'),
+          untilTime: text(64).describe('RFC3339, not before sinceTime'),
+          tailLines: int.describe('0 to 100000'),
+          pattern: text(4096).describe('PCRE2 regular expression (journalctl --grep)'),
+          boot: int.describe('0 this boot, -1 the one before, ...'),
+          priority: text(32).describe('0-7 or emerg..debug, or a range FROM..TO'),
+          follow: bool,
+        }),
+      },
+      config: { table: (b: { records?: Array<{ time: string; identifier: string | null; pid: number | null; message: string }>; lines?: string[] }) => logText(b) },
+    },
+    async (req, reply) => {
+      const { format: _f, ...params } = req.query;
+      const q = validateJournalQuery(params);
+      if (q.kind === 'file') {
+        return readLogFile(deps.hostFs, validateFileQuery(q.file), q.tailLines, q.pattern);
+      }
+      if (!q.follow) {
+        const r = await src().journal.query(q);
+        return { records: r.records, warnings: r.warnings, truncated: r.truncated, command: r.command };
+      }
+      if (q.pattern !== null) await src().journal.checkPattern(q.pattern);
+      const release = followLimiter(deps).acquire();
+      return sendFollow(req, reply, deps, (signal) => src().journal.follow(q, signal), release);
+    },
+  );
+
+  app.get(
+    '/v1/kernel',
+    {
+      schema: {
+        summary: 'Kernel log records from /dev/kmsg (older ones from the journal)',
+        querystring: query({
+          sinceSeq: int.describe('first kmsg sequence number'),
+          tailLines: int.describe(`0 to ${MAX_KERNEL_TAIL}`),
+          pattern: text(1024).describe('regular expression (case-insensitive unless it has a capital)'),
+          follow: bool,
+        }),
+      },
+      config: { table: (b: { records?: Array<{ time: string; levelName: string; seq: number | null; text: string }> }) => (b.records ?? []).map((r) => `${r.time} ${r.levelName.padEnd(7)} [${r.seq ?? '-'}] ${r.text}`).join('\n') + '\n' },
+    },
+    async (req, reply) => {
+      const { sinceSeq, tailLines, pattern, follow } = req.query;
+      if (sinceSeq !== undefined && sinceSeq < 0) throw badRequest('sinceSeq: must be 0 or more', { param: 'sinceSeq' });
+      if (tailLines !== undefined && (tailLines < 0 || tailLines > MAX_KERNEL_TAIL)) {
+        throw badRequest(`tailLines: must be an integer between 0 and ${MAX_KERNEL_TAIL}`, { param: 'tailLines' });
+      }
+      const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, pattern: pattern ? compileKernelPattern(pattern) : null };
+      if (!follow) return src().kernel.read(q);
+      const release = followLimiter(deps).acquire();
+      return sendFollow(req, reply, deps, (signal) => src().kernel.follow(q, signal), release, (i) => i.kind);
+    },
+  );
+
+  app.get(
+    '/v1/oom',
+    {
+      schema: { summary: 'OOM kills from the kernel log, attributed to pods and containers, and memory.events of live cgroups', querystring: query({}) },
+      config: {
+        table: (b: { kills: Array<{ time: string | null; pid: number; process: string; podNamespace: string | null; podName: string | null; containerName: string | null; podUid: string | null; global: boolean }> }) => ({
+          columns: ['TIME', 'PID', 'PROCESS', 'POD', 'CONTAINER', 'POD UID', 'KIND'],
+          rows: b.kills.map((k) => [k.time ?? '', String(k.pid), k.process, k.podName ? `${k.podNamespace}/${k.podName}` : '', k.containerName ?? '', k.podUid ?? '', k.global ? 'global' : 'memcg']),
+        }),
+      },
+    },
+    async () => {
+      const [r, events, join] = await Promise.all([
+        src().oom.kills(),
+        src()
+          .oom.memoryEvents()
+          .catch((err: Error) => ({ error: err.message })),
+        runtimeIndex(deps.cri, deps.config.criTimeoutMs),
+      ]);
+      const index = join.joined ? join.index : null;
+      const names = (podUid: string | null, containerId: string | null, qos: string | null) =>
+        podUid
+          ? namesFor({ kind: containerId ? 'container' : 'pod', path: '', driver: 'systemd', qos: (qos ?? 'burstable') as 'burstable', podUid, containerId, runtime: null }, index)
+          : { podName: null, podNamespace: null, containerName: null, sandbox: null };
+      const warnings = [...r.warnings];
+      if ('error' in events) warnings.push(`memory.events: ${events.error}`);
+      return {
+        kills: r.kills.map((k) => ({ ...k, ...names(k.podUid, k.containerId, k.qos) })),
+        memoryEvents: 'error' in events ? [] : events.map((e) => ({ ...e, ...names(e.podUid, e.containerId, e.qos) })),
+        runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail },
+        sources: r.sources,
+        warnings,
+      };
+    },
+  );
+
+  app.get(
+    '/v1/containers/:id/logs',
+    {
+      schema: {
+        summary: "A container's CRI log file (partial lines joined); works with the runtime down",
+        params: idParams,
+        querystring: query({
+          tailLines: int.describe('logical lines (P parts joined), 0 to 100000'),
+          sinceTime: text(64).describe('RFC3339'),
+          previous: bool.describe('the attempt before this one'),
+          timestamps: bool.describe('prefix each line with its RFC3339Nano time (text format)'),
+          stream: z.enum(['stdout', 'stderr', 'all']).optional(),
+          follow: bool,
+          limitBytes: int.describe('bytes of message text returned'),
+        }),
+      },
+      config: {
+        table: (b: { entries: Array<{ time: string; message: string }>; timestamps: boolean }) =>
+          b.entries.map((e) => (b.timestamps ? `${e.time} ${e.message}` : e.message)).join('\n') + (b.entries.length ? '\n' : ''),
+      },
+    },
+    async (req, reply) => {
+      const q = req.query;
+      if (q.tailLines !== undefined && (q.tailLines < 0 || q.tailLines > PODLOG_LIMITS.maxTailLines)) {
+        throw badRequest(`tailLines: must be an integer between 0 and ${PODLOG_LIMITS.maxTailLines}`, { param: 'tailLines' });
+      }
+      if (q.limitBytes !== undefined && q.limitBytes < 1) throw badRequest('limitBytes: must be at least 1', { param: 'limitBytes' });
+      const sinceUs = q.sinceTime === undefined ? null : parseRfc3339Micros(q.sinceTime);
+      if (q.sinceTime !== undefined && sinceUs === null) throw badRequest('sinceTime: expected RFC3339', { param: 'sinceTime' });
+      if (q.follow && q.previous) throw badRequest('follow: cannot follow a previous attempt', { param: 'follow' });
+      const loc = await locate(deps, req.params.id);
+      const file = q.previous ? logSources(deps).podLogs.previousPath(loc) : loc.logPath;
+      const pq = { tailLines: q.tailLines ?? null, sinceUs, stream: q.stream ?? 'all', limitBytes: q.limitBytes ?? null, previous: Boolean(q.previous) } as const;
+      if (!q.follow) {
+        const r = await logSources(deps).podLogs.read(file, pq);
+        return { containerId: loc.containerId, via: loc.via, attempt: q.previous ? (loc.attempt ?? 1) - 1 : loc.attempt, timestamps: Boolean(q.timestamps), ...r };
+      }
+      const release = followLimiter(deps).acquire();
+      return sendFollow(req, reply, deps, (signal) => logSources(deps).podLogs.follow(file, pq, signal), release);
+    },
+  );
+};
+
+/** The runtime's logPath when it answers; kubelet's /var/log/containers links when it does not. */
+async function locate(deps: AppDeps, prefix: string): Promise<LogLocation> {
+  if (deps.runtime) {
+    try {
+      const row = await deps.runtime.resolveContainer(prefix);
+      const status = await deps.runtime.cri.containerStatus(row.id, false);
+      if (status.logPath) return { containerId: row.id, logPath: status.logPath, attempt: status.attempt, via: 'runtime' };
+    } catch (err) {
+      // 503/504: the runtime is down or wedged, exactly when logs matter; 404: removed, its links may remain
+      if (!isProblem(err) || ![404, 503, 504].includes(err.status)) throw err;
+      if (err.status === 404) {
+        try {
+          return await logSources(deps).podLogs.locateWithoutRuntime(prefix);
+        } catch {
+          throw err;
+        }
+      }
+    }
+  }
+  return logSources(deps).podLogs.locateWithoutRuntime(prefix).catch((err: unknown) => {
+    if (isProblem(err) && err.status === 404 && !deps.runtime) throw notFound(`${err.message}; no CRI socket configured`);
+    throw err;
+  });
+}
+
+function logText(b: { records?: Array<{ time: string; identifier: string | null; pid: number | null; message: string }>; lines?: string[] }): string {
+  if (b.lines) return b.lines.join('\n') + (b.lines.length ? '\n' : '');
+  return (b.records ?? []).map((r) => `${r.time} ${r.identifier ?? '-'}${r.pid !== null ? `[${r.pid}]` : ''}: ${r.message}`).join('\n') + '\n';
+}
