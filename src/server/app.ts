@@ -1,5 +1,5 @@
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { VERSION } from '../version.js';
 import type { AppDeps } from './deps.js';
@@ -10,6 +10,8 @@ import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
 import { driftRoutes } from './routes/drift.js';
 import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { logRoutes } from './routes/logs.js';
 import { nodeRoutes } from './routes/node.js';
 import { processRoutes } from './routes/processes.js';
 import { runtimeRoutes } from './routes/runtime.js';
@@ -20,10 +22,11 @@ export type App = FastifyInstance;
 export async function buildApp(deps: AppDeps): Promise<App> {
   const app = Fastify({
     loggerInstance: deps.log as FastifyBaseLogger,
-    disableRequestLogging: true, // the audit hook writes one line per request instead
-    maxParamLength: 16 * 1024, // long IDs must reach validation and get a 400, not a 404
+    // the audit hook writes one line per request instead of fastify's two
+    logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    // long IDs must reach validation and get a 400, not a 404
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -51,6 +54,8 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(processRoutes, { deps });
   await app.register(nodeRoutes, { deps });
   await app.register(driftRoutes, { deps });
+  await app.register(metricsRoutes, { deps });
+  await app.register(logRoutes, { deps });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
