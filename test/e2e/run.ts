@@ -256,7 +256,7 @@ scenario('throttling: the spinning container under a 0.1-core quota ranks first,
 
 scenario('journal: /v1/logs?query=containerd returns real journald entries', async () => {
   const { body } = await get200('/v1/logs?query=containerd&tailLines=50');
-  const entries = itemsOf(body);
+  const entries = itemsOf(body, 'records');
   assert.ok(entries.length > 0, 'no journal entries for containerd');
   for (const e of entries) assert.equal(e.unit, 'containerd.service', JSON.stringify(e));
   assert.ok(entries.every((e: { cursor: string }) => typeof e.cursor === 'string' && e.cursor.startsWith('s=')), 'entries carry journald cursors');
@@ -300,7 +300,7 @@ test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout:
     });
     await sub('GET /v1/logs?query=containerd still answers 200', async () => {
       const { body } = await get200('/v1/logs?query=containerd&tailLines=10');
-      assert.ok(itemsOf(body).length > 0);
+      assert.ok(itemsOf(body, 'records').length > 0);
     });
     await sub('GET /v1/containers/{id}/logs still answers 200 (from the log file)', async () => {
       const { text } = await get200(`/v1/containers/${ticker.id}/logs?tailLines=3`);
