@@ -43,6 +43,12 @@ export async function buildApp(deps: AppDeps): Promise<App> {
     transform: jsonSchemaTransform,
   });
 
+  // While shutting down, answer in-flight requests with Connection: close so their
+  // keep-alive sockets end with them and close() does not wait for idle clients.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (deps.shutdown.aborted) reply.header('connection', 'close');
+    return payload;
+  });
   installProblemHandlers(app);
   installAuditLog(app);
   installTextFormat(app);
