@@ -1,0 +1,79 @@
+/**
+ * What one scrape reads, from the sources other layers own (no I/O of its own):
+ * kubepods cgroups with names from the runtime, CRI Status, the container list,
+ * node PID and disk use, kubelet healthz, kernel OOM kills. Each input is read
+ * at most once per scrape, lazily, with its own deadline; one that fails or is
+ * late leaves its series out and sets nodetruth_scrape_source_up{source} to 0.
+ */
+import type { CgroupRecord } from '../model/cgroup.js';
+import type { DiskUse, KubeletHealth, PidUse } from '../model/node.js';
+import type { Container, PodSandbox, RuntimeStatus } from '../model/runtime.js';
+import { walkKubepods } from '../sources/cgroup/cgroups.js';
+import { runtimeIndex, type RuntimeIndex, type RuntimeLister } from '../sources/cgroup/names.js';
+import { readRecords, requireV2 } from '../sources/cgroup/view.js';
+import { KmsgReader } from '../sources/kmsg/reader.js';
+import { diskUse, NODE_DISKS, pidUse } from '../sources/node/health.js';
+import { kubeletHealthz } from '../sources/node/kubelet.js';
+import { OomSource, type AttributedOomKill } from '../sources/oom/oom.js';
+import type { AppDeps } from '../server/deps.js';
+
+export interface RuntimeLists {
+  containers: Container[];
+  sandboxes: PodSandbox[];
+}
+
+/** The reads behind the metrics; tests replace any of them. */
+export interface MetricsInputs {
+  /** null: no CRI socket configured (no runtime series, no error) */
+  runtimeStatus(): Promise<RuntimeStatus | null>;
+  runtimeLists(): Promise<RuntimeLists | null>;
+  /** every kubepods cgroup, named from `index` when the runtime answered */
+  cgroups(index: RuntimeIndex | null): Promise<CgroupRecord[]>;
+  pids(): Promise<PidUse>;
+  disks(): Promise<DiskUse[]>;
+  kubelet(): Promise<KubeletHealth>;
+  /** kernel OOM kills the kernel log holds now (kmsg ring; not the journal: too slow for a scrape) */
+  oomKills(): Promise<AttributedOomKill[]>;
+}
+
+export const SOURCE_DEADLINES_MS = {
+  runtime: 2000,
+  cgroups: 5000,
+  node: 2000,
+  kubelet: 1000,
+  kernel: 2000,
+} as const;
+export type MetricsSource = keyof typeof SOURCE_DEADLINES_MS;
+
+export function defaultInputs(deps: AppDeps): MetricsInputs {
+  const kmsg = new KmsgReader(deps.hostFs, deps.config.kmsgPath);
+  const oom = new OomSource(kmsg, null, deps.hostFs);
+  return {
+    runtimeStatus: async () => (deps.cri ? deps.cri.status(false) : null),
+    runtimeLists: async () => {
+      if (!deps.cri) return null;
+      const [containers, sandboxes] = await Promise.all([deps.cri.listContainers(), deps.cri.listPodSandboxes()]);
+      return { containers, sandboxes };
+    },
+    cgroups: async (index) => {
+      await requireV2(deps.hostFs);
+      return readRecords(deps.hostFs, await walkKubepods(deps.hostFs), index);
+    },
+    pids: () => pidUse(deps.hostFs),
+    disks: () => Promise.all(NODE_DISKS.map((p) => diskUse(deps.hostFs, p))),
+    kubelet: () => kubeletHealthz(deps.config.kubeletHealthz, SOURCE_DEADLINES_MS.kubelet),
+    oomKills: async () => {
+      const r = await oom.kills();
+      if (!r.sources.kmsg) throw new Error(r.warnings.join('; ') || 'kernel log unreadable');
+      return r.kills;
+    },
+  };
+}
+
+/** The runtime lists as runtimeIndex (the cgroup source's name join) wants them. */
+export async function indexFrom(lists: RuntimeLists | null): Promise<RuntimeIndex | null> {
+  if (!lists) return null;
+  const lister: RuntimeLister = { listContainers: async () => lists.containers, listPodSandboxes: async () => lists.sandboxes };
+  const j = await runtimeIndex(lister, 1000);
+  return j.index;
+}
