@@ -189,7 +189,7 @@ t.test('bounded: at most N cgroups, pods first; the rest counted; a slow source 
   t.ok(Date.now() - t0 < 3000, 'the kubelet deadline (1 s) holds');
   const ids = new Set(find(s, 'container_cpu_usage_seconds_total').map((x) => x.labels.id));
   t.equal(ids.size, 4);
-  t.ok([...ids].every((id) => !/\.scope$|\/[0-9a-f]{64}$/.test(id)), 'pods come first');
+  t.ok([...ids].every((id) => !/\.scope$|\/[0-9a-f]{64}$/.test(id ?? '')), 'pods come first');
   t.equal(one(s, 'nodetruth_metrics_cgroups_dropped').value, all - 4);
   t.equal(one(s, 'nodetruth_scrape_source_up', { source: 'kubelet' }).value, 0);
   t.equal(one(s, 'nodetruth_scrape_source_up', { source: 'cgroups' }).value, 1);

@@ -26,7 +26,7 @@ async function freePort(): Promise<number> {
 }
 
 if (!existsSync(PROMETHEUS)) {
-  t.skip('prometheus not installed (apt-get install prometheus)');
+  t.plan(0, 'skipped: prometheus not installed (apt-get install prometheus)');
 } else {
   const node = realNode('systemd');
   const cri = new FakeCriServer(capturedRuntime());
