@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { testApp } from '../helpers/app.js';
 import { FakeCriServer, type FakeNode } from '../helpers/fake-cri.js';
+import { realNodeSpec, writeHostRoot } from '../fixtures/node-tree.js';
 
 const NS = 1_000_000_000n;
 const now = BigInt(Date.now()) * 1_000_000n;
@@ -70,10 +71,14 @@ const node: FakeNode = {
 
 const fake = new FakeCriServer(node);
 await fake.start();
-const agent = await testApp(['--cri-endpoint', fake.endpoint, '--cri-timeout', '500ms', '--host-root', '/']);
+// A host root laid out as the captured node: web-0's UID is the captured pod's, so its cgroups are there.
+const hostRoot = mkdtempSync(join(tmpdir(), 'nodetruth-runtime-root-'));
+writeHostRoot(hostRoot, realNodeSpec('systemd'));
+const agent = await testApp(['--cri-endpoint', fake.endpoint, '--cri-timeout', '1500ms', '--host-root', hostRoot]);
 t.teardown(async () => {
   await agent.close();
   await fake.stop();
+  rmSync(hostRoot, { recursive: true, force: true });
 });
 const get = (url: string) => agent.app.inject({ method: 'GET', url });
 
@@ -111,7 +116,7 @@ t.test('filters', async (t) => {
 t.test('crictl-style text tables', async (t) => {
   const text = (await get('/v1/containers?format=text')).body.split('\n');
   t.match(text[0], /^CONTAINER\s+IMAGE\s+CREATED\s+STATE\s+NAME\s+ATTEMPT\s+POD ID\s+POD\s+NAMESPACE$/);
-  t.match(text[1], /^c0ffee03aaaaa\s+docker\.io\/library\/busybox:1\.36\s+(29|30|31) seconds ago\s+Running\s+app\s+3\s+aaaa000000000\s+web-0\s+shop$/);
+  t.match(text[1], /^c0ffee03aaaaa\s+docker\.io\/library\/busybox:1\.36\s+\d+ seconds ago\s+Running\s+app\s+3\s+aaaa000000000\s+web-0\s+shop$/);
   const pods = (await get('/v1/pods?format=text')).body.split('\n');
   t.match(pods[0], /^POD ID\s+CREATED\s+STATE\s+NAME\s+NAMESPACE\s+ATTEMPT\s+RUNTIME$/);
   t.match(pods[1], /^aaaa000000000\s+10 minutes ago\s+Ready\s+web-0\s+shop\s+0\s+\(default\)$/);
@@ -130,6 +135,10 @@ t.test('id prefixes resolve as containerd resolves them', async (t) => {
   t.equal(pod.statusCode, 200);
   t.match(pod.json(), { id: POD, network: { ip: '10.244.0.7' }, namespaceOptions: { network: 'POD', pid: 'CONTAINER' } });
   t.equal(pod.json().containers.length, 5);
+  const cgroups = pod.json().cgroups;
+  t.equal(cgroups.error, null);
+  t.match(cgroups.items[0], { kind: 'pod', podUid: '7f3c2a10-1111-4222-8333-944455556666', qos: 'burstable', driver: 'systemd' });
+  t.ok(cgroups.items.length > 1, 'the pod cgroup, then its containers');
 });
 
 t.test('container detail: pid, cgroup path, restart history, secrets redacted', async (t) => {
@@ -170,11 +179,11 @@ t.test('concurrent identical requests share one computation', async (t) => {
 });
 
 t.test('a runtime slower than the deadline: 504', async (t) => {
-  fake.delayMs = 1500;
+  fake.delayMs = 2000;
   try {
     const res = await get('/v1/images');
     t.equal(res.statusCode, 504);
-    t.match(res.json().detail, /^runtime did not answer within 500ms/);
+    t.match(res.json().detail, /^runtime did not answer within 1500ms/);
   } finally {
     fake.delayMs = 0;
   }

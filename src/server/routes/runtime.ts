@@ -1,7 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ContainerState, Image, ImageFsInfo, PodSandbox, RuntimeStatus, SandboxState } from '../../model/runtime.js';
+import { walkKubepods } from '../../sources/cgroup/cgroups.js';
+import { readRecords, requireV2 } from '../../sources/cgroup/view.js';
 import type { ContainerRow } from '../../sources/cri/runtime-view.js';
+import type { HostFs } from '../../sources/hostfs/hostfs.js';
 import { requireRuntime, type AppDeps } from '../deps.js';
 import { idParams, k8sName, k8sNamespace, labelSelector, query } from '../schemas.js';
 import { ago, humanSize, shortId, stateWord } from '../table.js';
@@ -78,14 +81,18 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
   app.get(
     '/v1/pods/:id',
     {
-      schema: { summary: 'One pod sandbox: status, network, namespace options, its containers', params: idParams, querystring: query({}) },
+      schema: { summary: 'One pod sandbox: status, network, namespace options, its containers and cgroups', params: idParams, querystring: query({}) },
       config: { table: (b: { containers: ContainerRow[] }) => containersTable(b.containers) },
     },
     async (req) => {
       const runtime = requireRuntime(deps);
       const pod = await runtime.resolvePod(req.params.id);
-      const [detail, containers] = await Promise.all([runtime.cri.podSandboxStatus(pod.id, true), runtime.containers()]);
-      return { ...detail, containers: containers.filter((c) => c.podId === pod.id) };
+      const [detail, containers, cgroups] = await Promise.all([
+        runtime.cri.podSandboxStatus(pod.id, true),
+        runtime.containers(),
+        podCgroups(deps.hostFs, pod.uid),
+      ]);
+      return { ...detail, containers: containers.filter((c) => c.podId === pod.id), cgroups };
     },
   );
 
@@ -182,6 +189,16 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
     async () => requireRuntime(deps).cri.imageFsInfo(),
   );
 };
+
+/** The pod's cgroup and its containers' (pod first); an error text instead when cgroups cannot be read here. */
+async function podCgroups(fs: HostFs, uid: string) {
+  try {
+    await requireV2(fs);
+    return { items: await readRecords(fs, await walkKubepods(fs, { podUid: uid }), null), error: null };
+  } catch (err) {
+    return { items: [], error: (err as Error).message };
+  }
+}
 
 /** containerd's verbose Status carries its CRI config; SystemdCgroup on the default runtime means the systemd driver. */
 export function cgroupDriverOf(info: Record<string, unknown>): 'systemd' | 'cgroupfs' | null {

@@ -64,6 +64,14 @@ t.test('prefix resolution', async (t) => {
   t.equal(resolvePrefix(items, 'abc1', 'container').id, 'abc1');
   t.equal(resolvePrefix(items, 'ab', 'container').id, 'ab', 'an exact id wins over longer ids it prefixes');
   t.equal(resolvePrefix(items, 'abd', 'container').id, 'abd');
-  t.throws(() => resolvePrefix(items, 'abc', 'container'), { status: 409, extra: { candidates: ['abc1', 'abc2'] } });
-  t.throws(() => resolvePrefix(items, 'f', 'container'), { status: 404 });
+  const thrown = (fn: () => unknown) => {
+    try {
+      fn();
+    } catch (err) {
+      return err;
+    }
+    return null;
+  };
+  t.match(thrown(() => resolvePrefix(items, 'abc', 'container')), { status: 409, extra: { candidates: ['abc1', 'abc2'] } });
+  t.match(thrown(() => resolvePrefix(items, 'f', 'container')), { status: 404 });
 });
