@@ -94,7 +94,8 @@ export class PodLogs {
     return path.posix.join(path.posix.dirname(loc.logPath), `${attempt - 1}.log`);
   }
 
-  async read(logPath: string, q: PodLogQuery): Promise<PodLogResult> {
+  /** `liveEnd`: read the live file only up to this offset (follow starts exactly there). */
+  async read(logPath: string, q: PodLogQuery, liveEnd?: number): Promise<PodLogResult> {
     const files = await this.files(logPath);
     const need = q.tailLines;
     let entries: LogEntry[] = [];
@@ -102,7 +103,7 @@ export class PodLogs {
     // newest file first; go back into rotated files while the tail or sinceTime reaches into them
     for (let i = files.length - 1; i >= 0; i--) {
       const f = files[i]!;
-      const text = await this.readText(f, i === files.length - 1);
+      const text = await this.readText(f, i === files.length - 1 ? liveEnd : undefined);
       if (text === null) {
         if (i === files.length - 1) throw notFound(`log file ${f} does not exist`);
         continue;
@@ -136,12 +137,18 @@ export class PodLogs {
   /** Follow the live file by polling; handles rotation (the file replaced or truncated). */
   async *follow(logPath: string, q: PodLogQuery, signal: AbortSignal, pollMs = 250): AsyncGenerator<LogEntry, void, undefined> {
     assertPodLogPath(logPath);
-    const start = await this.read(logPath, { ...q, tailLines: q.tailLines ?? (q.sinceUs === null ? 10 : null), limitBytes: null });
-    for (const e of start.entries) yield e;
     const real = await this.fs.resolve(logPath);
-    let fh = await open(real);
+    let fh = await open(real).catch((err: NodeJS.ErrnoException) => {
+      throw err.code === 'ENOENT' ? notFound(`log file ${logPath} does not exist`) : err;
+    });
     let st = await fh.stat();
     let offset = st.size;
+    // the backlog ends exactly where following starts: nothing lost, nothing twice
+    const start = await this.read(logPath, { ...q, tailLines: q.tailLines ?? (q.sinceUs === null ? 10 : null), limitBytes: null }, offset).catch(async (err: unknown) => {
+      await fh.close();
+      throw err;
+    });
+    for (const e of start.entries) yield e;
     let partial = '';
     const joiner = new LineJoiner();
     try {
@@ -181,7 +188,7 @@ export class PodLogs {
     }
   }
 
-  private async readText(hostPath: string, live: boolean): Promise<string | null> {
+  private async readText(hostPath: string, end?: number): Promise<string | null> {
     const real = await this.fs.resolve(hostPath);
     let fh: fsp.FileHandle;
     try {
@@ -193,16 +200,16 @@ export class PodLogs {
     try {
       const st = await fh.stat();
       if (!st.isFile()) throw badRequest(`${hostPath} is not a regular file`);
+      const size = end === undefined ? st.size : Math.min(end, st.size);
       const max = PODLOG_LIMITS.maxFileBytes;
-      const from = !hostPath.endsWith('.gz') && st.size > max ? st.size - max : 0;
-      const len = Math.min(st.size, max);
+      const from = !hostPath.endsWith('.gz') && size > max ? size - max : 0;
+      const len = Math.min(size, max);
       const buf = Buffer.allocUnsafe(len);
       const { bytesRead } = await fh.read(buf, 0, len, from);
       let data = buf.subarray(0, bytesRead);
       if (hostPath.endsWith('.gz')) data = await gunzipAsync(data, { maxOutputLength: max });
       let text = data.toString('utf8');
       if (from > 0) text = text.slice(text.indexOf('\n') + 1); // drop the cut first line
-      void live;
       return text;
     } finally {
       await fh.close();
