@@ -8,6 +8,7 @@ import { makeJournalHost } from '../fixtures/journal/host.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { realNodeSpec, writeHostRoot, POD_UID, OOM_CHILD_ID } from '../fixtures/node-tree.js';
 import { testApp } from '../helpers/app.js';
+import { writePodLogs, LOG_CONTAINER_ID } from '../fixtures/podlogs.js';
 
 const host = await makeJournalHost();
 t.teardown(host.cleanup);
@@ -21,6 +22,7 @@ mkdirSync(path.join(host.root, 'etc'), { recursive: true });
 writeFileSync(path.join(host.root, 'etc/shadow'), 'root:SECRET:::\n');
 symlinkSync('/etc/shadow', path.join(host.root, 'var/log/escape.log'));
 
+writePodLogs(host.root);
 const ta = await testApp(['--host-root', host.root, '--kmsg-path', kmsgFixture('oom-memcg-systemd.kmsg'), '--max-follows', '3']);
 t.teardown(() => ta.close());
 const get = (url: string, headers: Record<string, string> = {}) => ta.app.inject({ method: 'GET', url, headers });
@@ -104,6 +106,21 @@ t.test('/v1/oom: kills attributed, memory.events of live cgroups, runtime down',
   t.match(body.memoryEvents.find((e: { podUid: string; containerId: string | null }) => e.podUid === POD_UID && e.containerId === null), { events: { oomKill: 2 } });
   const txt = await get('/v1/oom?format=text');
   t.match(txt.body, /PID\s+PROCESS/);
+});
+
+t.test('/v1/containers/{id}/logs with no runtime: found through /var/log/containers', async (t) => {
+  const r = await get(`/v1/containers/${LOG_CONTAINER_ID.slice(0, 8)}/logs?tailLines=2`);
+  t.equal(r.statusCode, 200, r.body);
+  t.match(r.json(), { containerId: LOG_CONTAINER_ID, via: 'var-log-containers', attempt: 1 });
+  t.same(r.json().entries.map((e: { message: string }) => e.message), ['', 'ünïcödé ✓ and a tab\there']);
+  const prev = await get(`/v1/containers/${LOG_CONTAINER_ID}/logs?previous=true&format=text&timestamps=true`);
+  t.match(prev.body, /^2026-11-29T17:00:01\.123456789Z attempt 0 started\n/);
+  t.equal((await get(`/v1/containers/${LOG_CONTAINER_ID}/logs?tailLines=100001`)).statusCode, 400);
+  t.equal((await get(`/v1/containers/${LOG_CONTAINER_ID}/logs?stream=stdin`)).statusCode, 400);
+  t.equal((await get(`/v1/containers/${LOG_CONTAINER_ID}/logs?sinceTime=x`)).statusCode, 400);
+  t.equal((await get('/v1/containers/abcdef/logs')).statusCode, 404);
+  t.equal((await get('/v1/containers/ZZ/logs')).statusCode, 400);
+  t.equal((await get('/v1/containers/af592112/logs')).statusCode, 404, 'a link whose file is gone');
 });
 
 // ---- follow ---------------------------------------------------------------
