@@ -44,8 +44,26 @@ export function redactArgs(args: string[]): string[] {
 
 export function redactMap(map: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map)) out[k] = SECRET_KEY.test(k) ? REDACTED : v;
+  for (const [k, v] of Object.entries(map)) out[k] = SECRET_KEY.test(k) ? REDACTED : redactJsonText(v);
   return out;
+}
+
+/**
+ * A value holding a JSON document (kubectl apply's
+ * kubectl.kubernetes.io/last-applied-configuration annotation carries the whole
+ * pod spec, env values included, and kubelet hands pod annotations to the
+ * runtime) is redacted as a document; other text is returned as is.
+ */
+export function redactJsonText(v: string): string {
+  const s = v.trimStart();
+  if (!s.startsWith('{') && !s.startsWith('[')) return v;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(v);
+  } catch {
+    return v;
+  }
+  return JSON.stringify(redactDeep(doc));
 }
 
 /**
@@ -57,7 +75,11 @@ export function redactDeep(value: unknown, key = ''): unknown {
   if (Array.isArray(value)) {
     if (/^envs?$/i.test(key)) {
       return value.map((e) =>
-        typeof e === 'string' ? redactEnvEntry(e) : isObject(e) && 'key' in e ? { ...redactDeep(e, '') as object, value: REDACTED } : redactDeep(e, ''),
+        typeof e === 'string'
+          ? redactEnvEntry(e)
+          : isObject(e) && ('key' in e || 'value' in e) // CRI {key, value}; Kubernetes {name, value}
+            ? { ...(redactDeep(e, '') as object), value: REDACTED }
+            : redactDeep(e, ''),
       );
     }
     if (/^(args|command|cmd)$/i.test(key) && value.every((a) => typeof a === 'string')) return redactArgs(value as string[]);
@@ -66,7 +88,7 @@ export function redactDeep(value: unknown, key = ''): unknown {
   if (isObject(value)) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      out[k] = typeof v === 'string' && SECRET_KEY.test(k) ? REDACTED : redactDeep(v, k);
+      out[k] = typeof v === 'string' ? (SECRET_KEY.test(k) ? REDACTED : redactJsonText(v)) : redactDeep(v, k);
     }
     return out;
   }

@@ -36,3 +36,19 @@ t.test('deep redaction of a containerd verbose info document', async (t) => {
   });
   t.same(doc, copy, 'the input is not mutated');
 });
+
+t.test('a JSON document in an annotation is redacted as a document (kubectl last-applied-configuration)', async (t) => {
+  const applied = JSON.stringify({
+    kind: 'Pod',
+    metadata: { name: 'web' },
+    spec: { containers: [{ name: 'c', env: [{ name: 'DB_PASSWORD', value: 'hunter2' }, { name: 'MODE', value: 'prod' }], args: ['--token=t'] }] },
+  });
+  const out = redactMap({ 'kubectl.kubernetes.io/last-applied-configuration': applied, plain: '{not json', list: '[1,2]' });
+  const doc = JSON.parse(out['kubectl.kubernetes.io/last-applied-configuration']!);
+  t.same(doc.spec.containers[0].env, [{ name: 'DB_PASSWORD', value: REDACTED }, { name: 'MODE', value: REDACTED }]);
+  t.same(doc.spec.containers[0].args, [`--token=${REDACTED}`]);
+  t.notMatch(out['kubectl.kubernetes.io/last-applied-configuration']!, /hunter2|prod/);
+  t.equal(out.plain, '{not json', 'text that is not JSON is left alone');
+  t.equal(out.list, '[1,2]');
+  t.same(redactDeep({ annotations: { a: applied } }), { annotations: { a: out['kubectl.kubernetes.io/last-applied-configuration'] } }, 'also inside deep documents');
+});
