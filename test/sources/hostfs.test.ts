@@ -121,3 +121,14 @@ t.test('isGone', async (t) => {
   t.notOk(isGone(null));
   t.notOk(isGone('ENOENT'));
 });
+
+t.test('readFilesInSync: batch reads in a resolved dir, O_NOFOLLOW, missing as null', async (t) => {
+  const { readFilesInSync } = await import('../../src/sources/hostfs/read-sync.js');
+  const etc = await fs.dir('/etc');
+  t.same(readFilesInSync(etc, ['shadow', 'missing', 'escape-abs', 'escape-rel']), ['root-of-the-host-root\n', null, null, null], 'links are not followed');
+  t.equal(readFilesInSync(etc, ['big'], 10)[0], 'x'.repeat(10), 'bounded');
+  t.equal(readFilesInSync(etc, ['big'])[0]?.length, 64 * 1024, 'never more than its buffer');
+  for (const bad of ['', '..', 'a/b', 'x\0']) t.throws(() => readFilesInSync(etc, [bad]), { code: 'EINVAL' });
+  t.same(readFilesInSync(await fs.dir('/no/such/dir'), ['a']), [null], 'a vanished directory');
+  t.match(readFilesInSync(await new HostFs('/').dir(`/proc/${process.pid}`), ['stat'])[0], new RegExp(`^${process.pid} `), 'procfs');
+});

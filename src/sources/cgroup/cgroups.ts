@@ -11,7 +11,9 @@ import type { Dirent } from 'node:fs';
 import type { CgroupDriver, CgroupMode, CgroupStats, KubeCgroup, QosClass } from '../../model/cgroup.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { mapLimit } from '../../util/concurrency.js';
+import { readFilesInSync } from '../hostfs/read-sync.js';
 import { parseCpu, parseIoStat, parseLimit, parseMemory, parsePsi, parseSingle } from './parse.js';
 
 export const CGROUP_MOUNT = '/sys/fs/cgroup';
@@ -203,12 +205,13 @@ export const STAT_FILES: readonly string[] = FILES;
 /**
  * Read and parse one cgroup's files. Missing files give nulls; null overall
  * when the cgroup itself is gone (cpu.stat exists in every v2 cgroup, whether
- * or not the cpu controller is enabled).
+ * or not the cpu controller is enabled). Synchronous reads (readFilesInSync):
+ * cgroupfs never waits on a disk, and one cgroup is a small batch.
  */
-export async function readCgroupStats(fs: HostFs, dir: ResolvedDir): Promise<CgroupStats | null> {
-  const t = await Promise.all(FILES.map((f) => readInNoLink(fs, dir, f, 64 * 1024)));
+export function readCgroupStatsSync(dir: ResolvedDir): CgroupStats | null {
+  const t = readFilesInSync(dir, FILES, 64 * 1024);
   const [memCur, memMax, memPeak, swapCur, swapMax, events, eventsLocal, memStat, cpuStat, cpuMax, cpuWeight, pidsCur, pidsMax, ioStat, cpuP, memP, ioP] = t;
-  if (cpuStat === null && (await readInNoLink(fs, dir, 'cgroup.controllers', 4096)) === null) return null;
+  if (cpuStat === null && readFilesInSync(dir, ['cgroup.controllers'], 4096)[0] === null) return null;
   return {
     memory: parseMemory({
       current: memCur!,
@@ -227,13 +230,23 @@ export async function readCgroupStats(fs: HostFs, dir: ResolvedDir): Promise<Cgr
   };
 }
 
-/** Read many cgroups with bounded concurrency; vanished ones are dropped. */
-export async function readMany<C extends FoundCgroup>(fs: HostFs, cgroups: readonly C[], concurrency = READ_CONCURRENCY): Promise<(C & { stats: CgroupStats })[]> {
-  const read = await mapLimit(cgroups, concurrency, async (c) => {
-    const stats = await readCgroupStats(fs, c.dir);
-    return stats ? { ...c, stats } : null;
-  });
-  return read.filter((r): r is C & { stats: CgroupStats } => r !== null);
+export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<CgroupStats | null> {
+  return readCgroupStatsSync(dir);
+}
+
+/** Cgroups read between two yields to the event loop (~17 files each, a few ms in all). */
+const BATCH = 16;
+
+/** Read many cgroups, yielding to the event loop every few; vanished ones are dropped. */
+export async function readMany<C extends FoundCgroup>(_fs: HostFs, cgroups: readonly C[], batch = BATCH): Promise<(C & { stats: CgroupStats })[]> {
+  const out: (C & { stats: CgroupStats })[] = [];
+  for (let i = 0; i < cgroups.length; i++) {
+    if (i > 0 && i % batch === 0) await yieldToLoop();
+    const c = cgroups[i]!;
+    const stats = readCgroupStatsSync(c.dir);
+    if (stats) out.push({ ...c, stats });
+  }
+  return out;
 }
 
 /** cgroup.procs of a cgroup: the pids (in the reader's pid namespace); null when the cgroup is gone. */

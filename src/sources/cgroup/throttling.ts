@@ -6,10 +6,10 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { CpuMax, KubeCgroup } from '../../model/cgroup.js';
-import { readInNoLink } from '../hostfs/safe-read.js';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { mapLimit } from '../../util/concurrency.js';
-import { type FoundCgroup, READ_CONCURRENCY, walkKubepods } from './cgroups.js';
+import { readFilesInSync } from '../hostfs/read-sync.js';
+import { type FoundCgroup, walkKubepods } from './cgroups.js';
 import { parseCpu, parseCpuMax, round } from './parse.js';
 
 export interface ThrottlingEntry extends KubeCgroup {
@@ -39,8 +39,8 @@ interface Sample {
   throttledUsec: number;
 }
 
-async function sample(fs: HostFs, c: FoundCgroup): Promise<Sample | null> {
-  const cpu = parseCpu(await readInNoLink(fs, c.dir, 'cpu.stat', 4096), null, null);
+function sample(text: string | null): Sample | null {
+  const cpu = parseCpu(text, null, null);
   if (cpu.usageUsec === null) return null; // gone
   return {
     usageUsec: cpu.usageUsec,
@@ -48,6 +48,16 @@ async function sample(fs: HostFs, c: FoundCgroup): Promise<Sample | null> {
     nrThrottled: cpu.nrThrottled ?? 0,
     throttledUsec: cpu.throttledUsec ?? 0,
   };
+}
+
+/** Synchronous reads (cgroupfs never waits on a disk), yielding to the event loop every 64 cgroups. */
+async function sweep<T>(items: readonly FoundCgroup[], fn: (c: FoundCgroup) => T): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < items.length; i++) {
+    if (i > 0 && i % 64 === 0) await yieldToLoop();
+    out.push(fn(items[i]!));
+  }
+  return out;
 }
 
 /** Sort: throttled share first (unknown last), then throttled seconds. */
@@ -68,13 +78,14 @@ export async function measureThrottling(
   const now = opts.now ?? (() => performance.now());
   // Each sample's time is the midpoint of its reads: with many cgroups a sweep takes a while.
   const s0 = now();
-  const first = await mapLimit(containers, READ_CONCURRENCY, (c) => sample(fs, c));
+  const first = await sweep(containers, (c) => sample(readFilesInSync(c.dir, ['cpu.stat'], 4096)[0]!));
   const t0 = (s0 + now()) / 2;
   await (opts.sleep ?? ((ms) => delay(ms, undefined, opts.signal ? { signal: opts.signal } : {})))(windowMs);
   const s1 = now();
-  const second = await mapLimit(containers, READ_CONCURRENCY, async (c) => {
-    const [s, max] = await Promise.all([sample(fs, c), readInNoLink(fs, c.dir, 'cpu.max', 4096)]);
-    return s ? { s, max: parseCpuMax(max) } : null;
+  const second = await sweep(containers, (c) => {
+    const [stat, max] = readFilesInSync(c.dir, ['cpu.stat', 'cpu.max'], 4096);
+    const s = sample(stat!);
+    return s ? { s, max: parseCpuMax(max!) } : null;
   });
   const elapsedMs = Math.max(1, (s1 + now()) / 2 - t0);
   const entries: ThrottlingEntry[] = [];

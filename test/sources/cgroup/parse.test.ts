@@ -112,7 +112,7 @@ t.test('io.stat', async (t) => {
     { device: '8:16', rbytes: 1, wbytes: 2, rios: 3, wios: 4, dbytes: 0, dios: 0 },
   ]);
   t.same(parseIoStat(''), [], 'no I/O yet: empty file, empty list');
-  t.same(parseIoStat('254:0 rbytes=1 wbytes=1 rios=1 wios=1 dbytes=0 dios=0 cost.vrate=100.00 cost.usage=5\n')[0]?.rbytes, 1, 'io.cost keys ignored');
+  t.same(parseIoStat('254:0 rbytes=1 wbytes=1 rios=1 wios=1 dbytes=0 dios=0 cost.vrate=100.00 cost.usage=5\n')![0]?.rbytes, 1, 'io.cost keys ignored');
   t.equal(parseIoStat(null), null);
 });
 

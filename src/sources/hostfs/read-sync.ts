@@ -1,0 +1,48 @@
+import { closeSync, constants, openSync, readSync } from 'node:fs';
+import path from 'node:path';
+import { isGone, type ResolvedDir } from './hostfs.js';
+
+const BUF = Buffer.allocUnsafe(64 * 1024);
+
+/**
+ * Read several small files directly inside a resolved directory, synchronously,
+ * each opened with O_NOFOLLOW (a planted symlink reads as absent, as with
+ * readInNoLink). Only for kernel pseudo-filesystems (cgroupfs, procfs), whose
+ * reads never wait on a disk: there a synchronous open/read/close costs a few
+ * microseconds, while the same read through libuv's 4-thread pool costs several
+ * round trips; on a 1,000-container node that is the difference between 0.5 s
+ * and 5 s for /v1/cgroups. Callers keep each batch small (one cgroup) and yield
+ * to the event loop between batches.
+ *
+ * Missing files (or a directory that vanished) give null; each file is read to
+ * EOF or to `maxBytes`, whichever comes first.
+ */
+export function readFilesInSync(dir: ResolvedDir, names: readonly string[], maxBytes = BUF.length): (string | null)[] {
+  const max = Math.min(maxBytes, BUF.length);
+  return names.map((name) => {
+    if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+      throw Object.assign(new Error(`not a plain file name: ${JSON.stringify(name)}`), { code: 'EINVAL' });
+    }
+    let fd: number;
+    try {
+      fd = openSync(path.join(dir.realPath, name), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    } catch (err) {
+      if (isGone(err) || (err as NodeJS.ErrnoException).code === 'ELOOP') return null;
+      throw err;
+    }
+    try {
+      let total = 0;
+      while (total < max) {
+        const n = readSync(fd, BUF, total, max - total, null);
+        if (n === 0) break;
+        total += n;
+      }
+      return BUF.toString('utf8', 0, total);
+    } catch (err) {
+      if (isGone(err)) return null;
+      throw err;
+    } finally {
+      closeSync(fd);
+    }
+  });
+}
