@@ -111,7 +111,10 @@ before(
     // The agent starts first, so its (slow, TCG) module loading overlaps the driver's work.
     const t2 = Date.now();
     log(await vm.sh(`sh /nodetruth/test/e2e/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s`, 60));
-    const r = await vm.exec('cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts setup > /share/setup.json', 400);
+    const r = await vm.exec(
+      'cd /nodetruth && NODE_COMPILE_CACHE=/share/node-compile-cache node_modules/node/bin/node test/e2e/guest/cri-driver.ts setup > /share/setup.json',
+      400,
+    );
     log(`cri-driver setup: exit ${r.rc} in ${(r.ms / 1000).toFixed(1)} s\n${r.out.trim()}`);
     assert.equal(r.rc, 0, `the CRI driver failed in the guest:\n${r.out}`);
     setup = JSON.parse(readFileSync(join(vm.shareDir, 'setup.json'), 'utf8')) as Setup;
@@ -131,10 +134,14 @@ before(
 after(async () => {
   if (!vm) return;
   try {
+    // A clean stop: SIGTERM, in-flight requests finish, Node writes its compile cache.
+    const stop = await vm.exec('systemctl stop nodetruth.service; systemctl is-failed nodetruth.service || true', 60).catch(() => undefined);
+    log(`nodetruth stopped in the guest (${stop?.ms ?? '?'} ms): ${stop?.out.trim() ?? 'no answer'}`);
     // keep the guest's journal next to the other logs (for a failed run, mostly)
     await vm.exec('journalctl -b --no-pager -o short-precise > /share/journal.txt 2>&1; dmesg > /share/dmesg.txt', 60).catch(() => undefined);
   } finally {
     await vm.stop();
+    vm.saveCompileCache();
   }
   log(`timings (ms): ${JSON.stringify(timings)}`);
   log(`logs of this run:\n${vm.where()}\n  journal:     ${join(vm.shareDir, 'journal.txt')}`);

@@ -2,7 +2,7 @@
 // runs commands in it through the 9p share, and always cleans up: qemu is stopped by the
 // PID from its own pidfile, never by name.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync, statSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -88,6 +88,9 @@ export class NodeVm {
     checkQemu();
     pruneRuns();
     mkdirSync(join(this.shareDir, 'cmd'), { recursive: true });
+    // V8's compile cache of the guest's Node, kept between runs: TCG compiles JS slowly.
+    const cc = join(cacheRoot(), 'node-compile-cache');
+    if (existsSync(cc)) cpSync(cc, join(this.shareDir, 'node-compile-cache'), { recursive: true });
     const overlay = join(this.runDir, 'overlay.qcow2');
     await runOk('qemu-img', ['create', '-q', '-f', 'qcow2', '-F', 'raw', '-b', this.image.rootfs, overlay], { timeoutMs: 30_000 });
     this.hostPort = await freePort();
@@ -186,6 +189,23 @@ export class NodeVm {
     }
     rmSync(join(this.runDir, 'overlay.qcow2'), { force: true });
     log(`qemu pid ${pid} stopped`);
+  }
+
+  /** Keeps the guest's Node compile cache (written by processes that exited) for the next run. */
+  saveCompileCache(): void {
+    const from = join(this.shareDir, 'node-compile-cache');
+    if (!existsSync(from)) return;
+    const to = join(cacheRoot(), 'node-compile-cache');
+    const tmp = `${to}.tmp-${process.pid}`;
+    try {
+      rmSync(tmp, { recursive: true, force: true });
+      cpSync(from, tmp, { recursive: true });
+      rmSync(to, { recursive: true, force: true });
+      renameSync(tmp, to);
+    } catch (err) {
+      log(`could not keep the compile cache: ${err instanceof Error ? err.message : String(err)}`);
+      rmSync(tmp, { recursive: true, force: true });
+    }
   }
 
   /** Synchronous last resort for process exit handlers. */
