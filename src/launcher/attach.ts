@@ -160,7 +160,9 @@ interface Proc {
 const KUBECTL = 'kubectl';
 
 function run(args: string[], opts: { passStderr: Io | null; detached?: boolean; onStdout?: (all: string) => void }): Proc {
-  const child = spawn(KUBECTL, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
+  // kubectl 1.30 has --custom behind this gate (1.31 turns it on by default, 1.32 drops it).
+  const env = { ...process.env, KUBECTL_DEBUG_CUSTOM_PROFILE: process.env.KUBECTL_DEBUG_CUSTOM_PROFILE ?? 'true' };
+  const child = spawn(KUBECTL, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false, env });
   const p: Proc = {
     child,
     stdout: '',
@@ -255,6 +257,9 @@ export async function attach(o: AttachOptions, io: Io, signals: NodeJS.EventEmit
     } catch (err) {
       if (err instanceof StepFailed && /violates PodSecurity/.test(err.stderr)) {
         say('this namespace does not allow privileged pods; pass --namespace with one that does (e.g. the nodetruth namespace of deploy/daemonset, or kube-system)');
+      }
+      if (err instanceof StepFailed && /unknown flag: --(custom|profile)/.test(err.stderr)) {
+        say('this kubectl is too old for custom debug profiles: kubectl 1.30 or newer is needed');
       }
       throw err;
     }

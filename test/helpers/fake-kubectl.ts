@@ -13,7 +13,7 @@
  * (/healthz, and a plain-text echo of any other path), so the launcher's own checks and the
  * printed curl commands can be exercised for real.
  *
- * Behaviour knobs (environment): FAKE_KUBECTL_DEBUG=ok|psa, FAKE_KUBECTL_WAIT=ok|timeout|hang,
+ * Behaviour knobs (environment): FAKE_KUBECTL_DEBUG=ok|psa|old, FAKE_KUBECTL_WAIT=ok|timeout|hang,
  * FAKE_KUBECTL_FORWARD=ok|die.
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,7 +27,7 @@ const fs = require('node:fs');
 const http = require('node:http');
 const log = (rec) => fs.appendFileSync(process.env.FAKE_KUBECTL_LOG, JSON.stringify({ pid: process.pid, ...rec }) + '\n');
 const argv = process.argv.slice(2);
-log({ argv });
+log({ argv, customProfileGate: process.env.KUBECTL_DEBUG_CUSTOM_PROFILE ?? null });
 const nsArg = argv.find((a) => a.startsWith('--namespace='));
 const ns = nsArg ? nsArg.slice('--namespace='.length) : 'default';
 const verb = argv.find((a) => !a.startsWith('-'));
@@ -39,6 +39,12 @@ switch (verb) {
   case 'debug': {
     const node = argv.find((a) => a.startsWith('node/')).slice(5);
     const pod = 'node-debugger-' + node + '-${FAKE_POD_SUFFIX}';
+    if (process.env.FAKE_KUBECTL_DEBUG === 'old') {
+      // kubectl <= 1.29: flag parsing fails (cobra's message) before anything is created
+      err('error: unknown flag: --custom');
+      err("See 'kubectl debug --help' for usage.");
+      process.exit(1);
+    }
     out('Creating debugging pod ' + pod + ' with container debugger on node ' + node + '.');
     if (process.env.FAKE_KUBECTL_DEBUG === 'psa') {
       err('Error from server (Forbidden): pods "' + pod + '" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true, hostPID=true, hostIPC=true), hostPath volumes (volume "host-root"), privileged (container "debugger" must not set securityContext.privileged=true)');
@@ -86,6 +92,7 @@ switch (verb) {
 export interface FakeCall {
   pid: number;
   argv?: string[];
+  customProfileGate?: string | null;
   signal?: string;
   verb?: string;
 }

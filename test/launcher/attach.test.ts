@@ -148,6 +148,24 @@ t.test('a pod refused by Pod Security: a hint, and delete --ignore-not-found all
   }),
 );
 
+t.test('kubectl too old for --custom: a hint, and nothing to delete', (t) =>
+  withFake(t, { FAKE_KUBECTL_DEBUG: 'old' }, async (fake) => {
+    const c = capture();
+    t.equal(await attach(opts(), c.io, new EventEmitter()), 1);
+    t.same(fake.verbs(), ['debug'], 'no pod name was printed, so no delete');
+    t.match(c.err(), 'unknown flag: --custom');
+    t.match(c.err(), 'kubectl 1.30 or newer');
+  }),
+);
+
+t.test('kubectl 1.30 gets its custom-profile gate turned on, unless the user set it', (t) =>
+  withFake(t, { FAKE_KUBECTL_WAIT: 'timeout' }, async (fake) => {
+    delete process.env.KUBECTL_DEBUG_CUSTOM_PROFILE;
+    await attach(opts(), capture().io, new EventEmitter());
+    t.ok(fake.calls().filter((x) => x.argv).every((x) => x.customProfileGate === 'true'));
+  }),
+);
+
 t.test('a port-forward that dies ends the session with 1, and the pod is deleted', (t) =>
   withFake(t, { FAKE_KUBECTL_FORWARD: 'die' }, async (fake) => {
     const c = capture();
