@@ -237,6 +237,8 @@ t.test('the kubectl debug profile: a partial container kubectl accepts, matching
   t.same(env.get('NODE_NAME')?.valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
   checkResources(t, p.resources, 'debug profile');
   t.ok(quantity(p.resources.limits.memory) >= 256 * 1024 ** 2, 'room for Node and the agent');
+  // merges (by mountPath) into kubectl's own host-root mount (pkg/cmd/debug/profiles.go, mountRootPartition)
+  t.same(p.volumeMounts, [{ name: 'host-root', mountPath: '/host', readOnly: true, recursiveReadOnly: 'IfPossible' }], 'the host root, read-only');
   t.equal(p.readinessProbe.httpGet.port, REMOTE_PORT, 'probe on the port the launcher forwards');
   t.equal(p.readinessProbe.httpGet.host, '127.0.0.1', 'loopback: the pod is in the host network');
   t.ok(OPEN_ROUTES.has(p.readinessProbe.httpGet.path));
