@@ -1,0 +1,107 @@
+/**
+ * The CNI state a runtime's NetworkReady condition depends on: the network
+ * configuration files (libcni loads *.conf, *.conflist, *.json from the conf
+ * dir, lexically first wins) and the plugin binaries those files name. Read
+ * under the host root; the dirs come from the runtime's own config when it
+ * says (containerd: Status verbose info config.cni.confDir/binDir).
+ */
+import type { HostFs } from '../hostfs/hostfs.js';
+
+export const DEFAULT_CNI_CONF_DIR = '/etc/cni/net.d';
+export const DEFAULT_CNI_BIN_DIR = '/opt/cni/bin';
+const CONF_EXTENSIONS = ['.conf', '.conflist', '.json'];
+const MAX_CONF_BYTES = 64 * 1024;
+const MAX_ENTRIES = 200;
+
+export interface CniConfFile {
+  name: string;
+  /** host path */
+  path: string;
+  /** the network name, when the file parses */
+  network: string | null;
+  /** plugin types in chain order (a .conf has one) */
+  plugins: string[];
+  /** why the file is unusable (unparsable JSON, no plugins), or null */
+  error: string | null;
+  /** the first bytes of the file, for evidence */
+  excerpt: string;
+}
+
+export interface CniState {
+  confDir: string;
+  binDir: string;
+  /** where the dirs came from */
+  dirsFrom: 'runtime' | 'default';
+  confDirExists: boolean;
+  binDirExists: boolean;
+  /** config files libcni would consider, sorted as it sorts them */
+  confFiles: CniConfFile[];
+  /** executables in the bin dir (names) */
+  plugins: string[];
+  /** plugin types named by the first usable config that the bin dir lacks */
+  missingPlugins: string[];
+}
+
+/** Parse one CNI network config (.conf) or list (.conflist): pure. */
+export function parseCniConf(name: string, text: string): Pick<CniConfFile, 'network' | 'plugins' | 'error'> {
+  let j: unknown;
+  try {
+    j = JSON.parse(text);
+  } catch (err) {
+    return { network: null, plugins: [], error: `not JSON: ${(err as Error).message}` };
+  }
+  if (!j || typeof j !== 'object') return { network: null, plugins: [], error: 'not a JSON object' };
+  const o = j as { name?: unknown; type?: unknown; plugins?: unknown };
+  const network = typeof o.name === 'string' ? o.name : null;
+  if (name.endsWith('.conflist') || Array.isArray(o.plugins)) {
+    const list = Array.isArray(o.plugins) ? o.plugins : [];
+    const plugins = list.map((p) => (p && typeof p === 'object' && typeof (p as { type?: unknown }).type === 'string' ? (p as { type: string }).type : '')).filter(Boolean);
+    if (plugins.length === 0) return { network, plugins, error: 'a conflist with no plugins' };
+    return { network, plugins, error: network ? null : 'no network name' };
+  }
+  if (typeof o.type !== 'string') return { network, plugins: [], error: 'no plugin type' };
+  return { network, plugins: [o.type], error: network ? null : 'no network name' };
+}
+
+/** containerd's cni dirs from CRI Status verbose info, when it has them. */
+export function cniDirsFromRuntimeInfo(info: Record<string, unknown> | null | undefined): { confDir: string; binDir: string } | null {
+  const cni = (info?.config as { cni?: { confDir?: unknown; binDir?: unknown } } | undefined)?.cni;
+  if (cni && typeof cni.confDir === 'string' && typeof cni.binDir === 'string' && cni.confDir && cni.binDir) return { confDir: cni.confDir, binDir: cni.binDir };
+  return null;
+}
+
+export async function readCniState(fs: HostFs, dirs: { confDir: string; binDir: string } | null): Promise<CniState> {
+  const confDir = dirs?.confDir ?? DEFAULT_CNI_CONF_DIR;
+  const binDir = dirs?.binDir ?? DEFAULT_CNI_BIN_DIR;
+  const [confEntries, binEntries] = await Promise.all([fs.dir(confDir).then((d) => fs.readdir(d)), fs.dir(binDir).then((d) => fs.readdir(d))]);
+  const confNames = (confEntries ?? [])
+    .filter((e) => (e.isFile() || e.isSymbolicLink()) && CONF_EXTENSIONS.some((x) => e.name.endsWith(x)))
+    .map((e) => e.name)
+    .sort()
+    .slice(0, MAX_ENTRIES);
+  const confFiles = await Promise.all(
+    confNames.map(async (name): Promise<CniConfFile> => {
+      const path = `${confDir.replace(/\/$/, '')}/${name}`;
+      const text = await fs.readFile(path, MAX_CONF_BYTES);
+      if (text === null) return { name, path, network: null, plugins: [], error: 'unreadable', excerpt: '' };
+      return { name, path, ...parseCniConf(name, text), excerpt: text.slice(0, 400) };
+    }),
+  );
+  const plugins = (binEntries ?? [])
+    .filter((e) => e.isFile() || e.isSymbolicLink())
+    .map((e) => e.name)
+    .sort()
+    .slice(0, MAX_ENTRIES);
+  const first = confFiles.find((f) => f.error === null);
+  const missingPlugins = first ? first.plugins.filter((p) => !plugins.includes(p)) : [];
+  return {
+    confDir,
+    binDir,
+    dirsFrom: dirs ? 'runtime' : 'default',
+    confDirExists: confEntries !== null,
+    binDirExists: binEntries !== null,
+    confFiles,
+    plugins,
+    missingPlugins,
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * `nodetruth triage [flags] [--json] [--window 2s]`: one snapshot of the node,
+ * the findings on stdout (text for a terminal, or JSON), and an exit code a
+ * script can act on: 0 ok, 1 warnings, 2 critical findings, 3 triage could not
+ * run (bad flags). Takes the same source flags as `serve`; logs go to stderr.
+ */
+import pino from 'pino';
+import { closeDeps, createDeps, createLogger } from '../agent.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { parseDuration } from '../duration.js';
+import { EXIT_CODES, renderText, triage } from './report.js';
+import { triageSources } from './sources.js';
+import { THRESHOLDS } from './thresholds.js';
+
+export const TRIAGE_USAGE_EXIT = 3;
+
+export interface TriageIo {
+  stdout: { write(s: string): unknown; isTTY?: boolean };
+  stderr: { write(s: string): unknown };
+  env: NodeJS.ProcessEnv;
+}
+
+/** Take --window out of argv (loadConfig knows only the shared flags and booleans). */
+export function splitWindow(argv: string[]): { argv: string[]; windowMs: number } {
+  const out: string[] = [];
+  let windowMs: number = THRESHOLDS.defaultWindowMs;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    let v: string | undefined;
+    if (a === '--window') v = argv[++i];
+    else if (a.startsWith('--window=')) v = a.slice('--window='.length);
+    else {
+      out.push(a);
+      continue;
+    }
+    const ms = v === undefined ? null : parseDuration(v);
+    if (ms === null || ms < 100 || ms > 30_000) throw new ConfigError(`--window: expected a duration from 100ms to 30s, such as 2s, got ${JSON.stringify(v ?? '')}`);
+    windowMs = ms;
+  }
+  return { argv: out, windowMs };
+}
+
+export async function triageMain(args: string[], io: TriageIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+  let parsed;
+  try {
+    const { argv, windowMs } = splitWindow(args);
+    parsed = { ...loadConfig(argv, io.env, { json: { type: 'boolean' } }), windowMs };
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.stderr.write(`nodetruth triage: ${err.message}\n`);
+    return TRIAGE_USAGE_EXIT;
+  }
+  const { config, booleans, windowMs } = parsed;
+  // the report is stdout's; the agent's own log (warnings only by default) goes to stderr
+  const log = createLogger({ logLevel: io.env.NODETRUTH_LOG_LEVEL ? config.logLevel : 'warn' }, pino.destination({ fd: 2, sync: true }));
+  const shutdown = new AbortController();
+  const deps = createDeps(config, log, shutdown.signal);
+  try {
+    const report = await triage(triageSources(deps), { windowMs });
+    if (booleans.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    else io.stdout.write(renderText(report, { color: Boolean(io.stdout.isTTY) && !io.env.NO_COLOR }));
+    return EXIT_CODES[report.verdict];
+  } finally {
+    shutdown.abort();
+    closeDeps(deps);
+  }
+}

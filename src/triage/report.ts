@@ -1,0 +1,64 @@
+/** A snapshot's findings as a report: verdict, counts, the sources' outcomes, and a terminal rendering. */
+import type { Finding, Severity, SourceOutcome, TriageReport, Verdict } from '../model/triage.js';
+import { runRules, RULES, type Rule } from './rules.js';
+import { gatherSnapshot, type GatherOptions, type Got, type TriageSnapshot, type TriageSources } from './snapshot.js';
+
+const ORDER: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
+
+export function verdictOf(findings: readonly Finding[]): Verdict {
+  if (findings.some((f) => f.severity === 'critical')) return 'critical';
+  if (findings.some((f) => f.severity === 'warning')) return 'warning';
+  return 'ok';
+}
+
+/** `nodetruth triage` exits 0 when all is well, 1 on warnings, 2 on critical findings. */
+export const EXIT_CODES: Record<Verdict, number> = { ok: 0, warning: 1, critical: 2 };
+
+const SOURCE_KEYS = ['runtime', 'pods', 'containers', 'cgroups', 'throttling', 'host', 'cni', 'oom', 'kubeletJournal'] as const;
+
+export function buildReport(s: TriageSnapshot, rules: readonly Rule[] = RULES): TriageReport {
+  const findings = runRules(s, rules).sort((a, b) => ORDER[a.severity] - ORDER[b.severity]);
+  const counts: Record<Severity, number> = { critical: 0, warning: 0, info: 0 };
+  for (const f of findings) counts[f.severity]++;
+  const sources: Record<string, SourceOutcome> = {};
+  for (const k of SOURCE_KEYS) {
+    const g = s[k] as Got<unknown>;
+    sources[k] = g.ok ? { ok: true, durationMs: g.durationMs } : { ok: false, durationMs: g.durationMs, error: g.error };
+  }
+  return { node: s.nodeName, takenAt: s.takenAt, windowMs: s.windowMs, verdict: verdictOf(findings), counts, findings, sources };
+}
+
+export async function triage(src: TriageSources, opts: GatherOptions): Promise<TriageReport> {
+  return buildReport(await gatherSnapshot(src, opts));
+}
+
+const COLORS: Record<Severity | 'ok', string> = { critical: '\x1b[1;31m', warning: '\x1b[33m', info: '\x1b[36m', ok: '\x1b[32m' };
+const RESET = '\x1b[0m';
+const DIM = '\x1b[2m';
+
+/** The report for a terminal: one block per finding, evidence indented, the next step last. */
+export function renderText(r: TriageReport, opts: { color?: boolean } = {}): string {
+  const c = (k: Severity | 'ok' | 'dim', s: string) => (opts.color ? `${k === 'dim' ? DIM : COLORS[k]}${s}${RESET}` : s);
+  const lines: string[] = [];
+  const verdict = r.verdict === 'ok' ? c('ok', 'OK') : c(r.verdict, r.verdict.toUpperCase());
+  lines.push(`nodetruth triage of ${r.node} at ${r.takenAt}: ${verdict} (${r.counts.critical} critical, ${r.counts.warning} warning, ${r.counts.info} info)`);
+  const down = Object.entries(r.sources).filter(([, o]) => !o.ok);
+  if (down.length > 0) lines.push(c('dim', `sources that did not answer: ${down.map(([k]) => k).join(', ')}`));
+  if (r.findings.length === 0) lines.push('', 'No findings: the runtime, kubelet, cgroups, disks, PIDs and recent logs look healthy.');
+  for (const f of r.findings) {
+    lines.push('');
+    lines.push(`${c(f.severity, f.severity.toUpperCase().padEnd(8))} ${f.title}  ${c('dim', `[${f.id}]`)}`);
+    lines.push(`         ${f.detail}`);
+    for (const e of f.evidence) {
+      const ref = [e.path, e.call, e.cursor ? `cursor ${e.cursor.slice(0, 60)}${e.cursor.length > 60 ? '…' : ''}` : null, e.seq !== undefined ? `seq ${e.seq}` : null]
+        .filter(Boolean)
+        .join(' ');
+      const text = e.excerpt.split('\n');
+      lines.push(c('dim', `         ${e.source}${ref ? ` ${ref}` : ''}:`));
+      for (const t of text.slice(0, 6)) lines.push(c('dim', `           ${t}`));
+      if (text.length > 6) lines.push(c('dim', `           … ${text.length - 6} more lines`));
+    }
+    lines.push(`         → ${f.hint}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,133 @@
+/**
+ * One snapshot of the node for the triage rules: every source read once, in
+ * parallel, each with its own deadline. A source that fails or is late is
+ * recorded as such (the rules turn that into a finding); nothing here throws.
+ */
+import type { CgroupRecord } from '../model/cgroup.js';
+import type { NodeHealth } from '../model/node.js';
+import type { PodSandbox, RuntimeStatus, RuntimeVersion } from '../model/runtime.js';
+import type { ThrottlingReport } from '../sources/cgroup/throttling.js';
+import type { CniState } from '../sources/cni/cni.js';
+import type { ContainerRow } from '../sources/cri/runtime-view.js';
+import type { JournalRecord } from '../sources/journal/record.js';
+import type { AttributedOomKill } from '../sources/oom/oom.js';
+import { isProblem } from '../errors.js';
+import { THRESHOLDS } from './thresholds.js';
+
+export type Got<T> = { ok: true; value: T; durationMs: number } | { ok: false; error: string; status: number | null; durationMs: number };
+
+export interface RuntimeInfo {
+  version: RuntimeVersion;
+  status: RuntimeStatus;
+}
+
+export interface TriageSnapshot {
+  nodeName: string;
+  takenAt: string;
+  /** the clock the rules measure ages and windows against (ms since the epoch) */
+  nowMs: number;
+  windowMs: number;
+  criEndpoint: string | null;
+  runtime: Got<RuntimeInfo>;
+  pods: Got<PodSandbox[]>;
+  containers: Got<ContainerRow[]>;
+  cgroups: Got<CgroupRecord[]>;
+  throttling: Got<ThrottlingReport>;
+  host: Got<NodeHealth>;
+  cni: Got<CniState>;
+  oom: Got<{ kills: AttributedOomKill[]; warnings: string[] }>;
+  kubeletJournal: Got<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
+}
+
+/** The reads behind a snapshot; tests replace any of them. Each may throw (a Problem or any error). */
+export interface TriageSources {
+  nodeName: string;
+  criEndpoint: string | null;
+  runtime(): Promise<RuntimeInfo>;
+  pods(): Promise<PodSandbox[]>;
+  containers(): Promise<ContainerRow[]>;
+  cgroups(): Promise<CgroupRecord[]>;
+  throttling(windowMs: number, signal: AbortSignal): Promise<ThrottlingReport>;
+  host(): Promise<NodeHealth>;
+  /** runtime info (may hold the CNI dirs) or null when the runtime did not answer */
+  cni(runtimeInfo: Record<string, unknown> | null): Promise<CniState>;
+  oom(signal: AbortSignal): Promise<{ kills: AttributedOomKill[]; warnings: string[] }>;
+  kubeletJournal(sinceUs: number, signal: AbortSignal): Promise<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
+}
+
+/** Per-source deadlines (ms); throttling gets its window on top. */
+export const SOURCE_DEADLINES = {
+  runtime: 5000,
+  pods: 5000,
+  containers: 8000,
+  cgroups: 5000,
+  throttling: 5000,
+  host: 3000,
+  cni: 2000,
+  oom: 8000,
+  kubeletJournal: 10_000,
+} as const;
+
+async function got<T>(fn: (signal: AbortSignal) => Promise<T>, deadlineMs: number, what: string): Promise<Got<T>> {
+  const t0 = performance.now();
+  const ac = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      ac.abort();
+      reject(Object.assign(new Error(`${what}: no answer within ${deadlineMs} ms`), { status: 504 }));
+    }, deadlineMs);
+  });
+  const ms = () => Math.round(performance.now() - t0);
+  try {
+    const p = fn(ac.signal);
+    p.catch(() => {});
+    const value = await Promise.race([p, late]);
+    return { ok: true, value, durationMs: ms() };
+  } catch (err) {
+    const status = isProblem(err) ? err.status : typeof (err as { status?: unknown }).status === 'number' ? (err as { status: number }).status : null;
+    return { ok: false, error: (err as Error).message ?? String(err), status, durationMs: ms() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export interface GatherOptions {
+  windowMs: number;
+  now?: number;
+  deadlines?: Partial<Record<keyof typeof SOURCE_DEADLINES, number>>;
+}
+
+export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): Promise<TriageSnapshot> {
+  const nowMs = opts.now ?? Date.now();
+  const d = { ...SOURCE_DEADLINES, ...opts.deadlines };
+  const sinceUs = (nowMs - THRESHOLDS.journalWindowMinutes * 60_000) * 1000;
+  const runtimeP = got(() => src.runtime(), d.runtime, 'runtime');
+  const [runtime, pods, containers, cgroups, throttling, host, cni, oom, kubeletJournal] = await Promise.all([
+    runtimeP,
+    got(() => src.pods(), d.pods, 'pod sandboxes'),
+    got(() => src.containers(), d.containers, 'containers'),
+    got(() => src.cgroups(), d.cgroups, 'cgroups'),
+    got((signal) => src.throttling(opts.windowMs, signal), d.throttling + opts.windowMs, 'throttling'),
+    got(() => src.host(), d.host, 'node health'),
+    runtimeP.then((r) => got(() => src.cni(r.ok ? r.value.status.info : null), d.cni, 'CNI state')),
+    got((signal) => src.oom(signal), d.oom, 'kernel OOM kills'),
+    got((signal) => src.kubeletJournal(sinceUs, signal), d.kubeletJournal, 'kubelet journal'),
+  ]);
+  return {
+    nodeName: src.nodeName,
+    takenAt: new Date(nowMs).toISOString(),
+    nowMs,
+    windowMs: opts.windowMs,
+    criEndpoint: src.criEndpoint,
+    runtime,
+    pods,
+    containers,
+    cgroups,
+    throttling,
+    host,
+    cni,
+    oom,
+    kubeletJournal,
+  };
+}
