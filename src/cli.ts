@@ -3,6 +3,7 @@ import { closeDeps, createDeps, createLogger } from './agent.js';
 import { ConfigError, flagHelp, loadConfig } from './config.js';
 import { attachMain } from './launcher/attach.js';
 import { buildApp } from './server/app.js';
+import { triageMain } from './triage/cli.js';
 import { VERSION } from './version.js';
 
 const USAGE = `nodetruth ${VERSION}: what a Kubernetes node is really doing, read-only.
@@ -11,6 +12,9 @@ Usage:
   nodetruth serve [flags]     serve the HTTP API (default 127.0.0.1:7070)
   nodetruth attach <node>     run it in a debug pod on a node, port-forward, clean up on exit
                               (also as the kubectl plugin: kubectl nodetruth attach <node>)
+  nodetruth triage [flags]    one look at the node: findings with evidence; --json for JSON,
+                              --window 2s for the CPU throttling sample; exits 0 ok, 1 warning,
+                              2 critical, 3 could not run
   nodetruth version           print the version
 
 Flags (each has an environment twin):
@@ -56,6 +60,8 @@ async function main(args: string[]): Promise<number> {
       return -1; // keep running
     case 'attach':
       return attachMain(rest);
+    case 'triage':
+      return triageMain(rest);
     case 'version':
     case '--version':
       process.stdout.write(`nodetruth ${VERSION}\n`);

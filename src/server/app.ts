@@ -15,6 +15,7 @@ import { logRoutes } from './routes/logs.js';
 import { nodeRoutes } from './routes/node.js';
 import { processRoutes } from './routes/processes.js';
 import { runtimeRoutes } from './routes/runtime.js';
+import { triageRoutes } from './routes/triage.js';
 
 export type App = FastifyInstance;
 
@@ -61,6 +62,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   await app.register(nodeRoutes, { deps });
   await app.register(driftRoutes, { deps });
   await app.register(metricsRoutes, { deps });
+  await app.register(triageRoutes, { deps });
   await app.register(logRoutes, { deps });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
