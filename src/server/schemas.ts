@@ -30,6 +30,8 @@ export const labelSelector = repeated(z.string().max(317).regex(LABEL, 'expected
 
 export const k8sName = z.string().max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a Kubernetes name (DNS-1123)');
 export const k8sNamespace = z.string().max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'expected a Kubernetes namespace (DNS-1123 label)');
+/** Pod UIDs: API-server UUIDs, or a static pod's 32-hex manifest hash (kubelet's config hash). */
 export const podUid = z
   .string()
-  .regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/, 'expected a pod UID (8-4-4-4-12 lowercase hex)');
+  .max(36)
+  .regex(/^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$/, 'expected a pod UID (8-4-4-4-12 lowercase hex, or 32 hex for a static pod)');

@@ -8,14 +8,8 @@ import { runtimeIndex } from '../../sources/cgroup/names.js';
 import { measureThrottling, type ThrottlingEntry } from '../../sources/cgroup/throttling.js';
 import { matchCgroupId, readRecords, requireV2, sortRecords } from '../../sources/cgroup/view.js';
 import type { AppDeps } from '../deps.js';
-import { k8sNamespace, query } from '../schemas.js';
+import { k8sNamespace, podUid, query } from '../schemas.js';
 import { humanSize, shortId } from '../table.js';
-
-/** Pod UIDs: API-server UUIDs, or a static pod's 32-hex manifest hash. */
-export const podUidAny = z
-  .string()
-  .max(36)
-  .regex(/^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$/, 'expected a pod UID (8-4-4-4-12 lowercase hex, or 32 hex for a static pod)');
 
 /** A pod UID or a container ID (prefix): lowercase hex with the dashes of a UUID at most. */
 const cgroupId = z
@@ -100,7 +94,7 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
         description:
           'Limits are a number, or the string "max" (unlimited) exactly as cgroup v2 writes it; null means the file is absent (controller not enabled). 501 on cgroup v1 or hybrid hosts.',
         querystring: query({
-          podUid: podUidAny.optional(),
+          podUid: podUid.optional(),
           namespace: k8sNamespace.optional().describe('needs the runtime (pod namespaces are not in cgroup names)'),
           kind: z.enum(['pod', 'container']).optional(),
           sort: z.enum(['memory', 'throttling', 'oom']).optional(),
@@ -152,7 +146,7 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
     {
       schema: {
         summary: "Containers ranked by CPU throttling measured over a window: cpu.stat read twice, share of CFS periods throttled, seconds throttled, cpu.max quota in cores",
-        querystring: query({ window: windowParam, podUid: podUidAny.optional() }),
+        querystring: query({ window: windowParam, podUid: podUid.optional() }),
       },
       config: { table: throttlingTable },
     },

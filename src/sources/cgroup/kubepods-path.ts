@@ -31,7 +31,8 @@ export interface KubepodsPath {
   rest: string;
 }
 
-const UID = '[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}';
+// An API-server UUID (dashes, or underscores in systemd slice names) or a static pod's 32-hex hash.
+const UID = '(?:[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}|[0-9a-f]{32})';
 // A systemd pod slice: <prefix>kubepods[-qos]-pod<uid with _>.slice, prefix empty or "kubelet-" etc.
 const SYSTEMD_POD = new RegExp(`^(?:[A-Za-z0-9_]+-)*kubepods(?:-(burstable|besteffort))?-pod(${UID})\\.slice$`);
 const SYSTEMD_QOS = /^(?:[A-Za-z0-9_]+-)*kubepods-(burstable|besteffort)\.slice$/;

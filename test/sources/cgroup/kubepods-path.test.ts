@@ -64,3 +64,10 @@ t.test('not a pod cgroup', async (t) => {
     t.equal(parseKubepodsPath(p), null, p);
   }
 });
+
+t.test('static pods: a 32-hex UID in slice and cgroupfs names', async (t) => {
+  const uid = '2f1ac5d2c0e6b0e6c9f3e9d5a4b3c2d1';
+  const id = 'a'.repeat(64);
+  t.match(parseKubepodsPath(`/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod${uid}.slice/cri-containerd-${id}.scope`), { podUid: uid, qos: 'burstable', containerId: id });
+  t.match(parseKubepodsPath(`/kubepods/pod${uid}/${id}`), { podUid: uid, qos: 'guaranteed', containerId: id });
+});
