@@ -11,11 +11,11 @@ import type { Container, PodSandbox, RuntimeStatus } from '../model/runtime.js';
 import { walkKubepods } from '../sources/cgroup/cgroups.js';
 import { runtimeIndex, type RuntimeIndex, type RuntimeLister } from '../sources/cgroup/names.js';
 import { readRecords, requireV2 } from '../sources/cgroup/view.js';
-import { KmsgReader } from '../sources/kmsg/reader.js';
 import { diskUse, NODE_DISKS, pidUse } from '../sources/node/health.js';
 import { kubeletHealthz } from '../sources/node/kubelet.js';
 import { OomSource, type AttributedOomKill } from '../sources/oom/oom.js';
 import type { AppDeps } from '../server/deps.js';
+import { logSources } from '../server/log-sources.js';
 
 export interface RuntimeLists {
   containers: Container[];
@@ -46,8 +46,8 @@ export const SOURCE_DEADLINES_MS = {
 export type MetricsSource = keyof typeof SOURCE_DEADLINES_MS;
 
 export function defaultInputs(deps: AppDeps): MetricsInputs {
-  const kmsg = new KmsgReader(deps.hostFs, deps.config.kmsgPath);
-  const oom = new OomSource(kmsg, null, deps.hostFs);
+  // the agent's kernel log reader, without the journal: a scrape must stay fast
+  const oom = new OomSource(logSources(deps).kmsg, null, deps.hostFs);
   return {
     runtimeStatus: async () => (deps.cri ? deps.cri.status(false) : null),
     runtimeLists: async () => {
