@@ -18,7 +18,7 @@ const FLAGS = {
   'auth-audiences': { env: 'NODETRUTH_AUTH_AUDIENCES', help: 'comma-separated audiences for the TokenReview (default: none)' },
   'auth-resource': { env: 'NODETRUTH_AUTH_RESOURCE', help: 'resource/subresource checked with SubjectAccessReview (default nodes/proxy)' },
   'node-name': { env: 'NODETRUTH_NODE_NAME', help: 'node name for the API-server view and metric labels (default $NODE_NAME, else hostname)' },
-  kubeconfig: { env: 'NODETRUTH_KUBECONFIG', help: 'kubeconfig for the API-server view and auth (default in-cluster, else $KUBECONFIG)' },
+  kubeconfig: { env: 'NODETRUTH_KUBECONFIG', help: 'kubeconfig for the API-server view and auth (default $KUBECONFIG, else in-cluster)' },
   'kmsg-path': { env: 'NODETRUTH_KMSG_PATH', help: 'kernel log device (default <host-root>/dev/kmsg); a regular file is read one record per line' },
   'journalctl': { env: 'NODETRUTH_JOURNALCTL', help: 'journalctl to run: auto (host one via chroot, else bundled) or a path' },
   'max-follows': { env: 'NODETRUTH_MAX_FOLLOWS', help: 'concurrent follow streams (default 8)' },
