@@ -176,7 +176,9 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   t.equal(pod.containers.length, 1);
   const c = pod.containers[0];
   t.match(c.name, DNS1123_LABEL);
-  t.match(c.image, /^ghcr\.io\/nodetruth\/nodetruth:\d+\.\d+\.\d+/, 'image');
+  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+  t.equal(c.image, `ghcr.io/nodetruth/nodetruth:${pkg.version}`, 'the image of this version (kustomization images:)');
+  t.equal(c.image, parseAttachArgs(['node-1'], {}).image, 'the same image attach uses by default');
   checkResources(t, c.resources, 'DaemonSet container');
   const portNames = new Set<string>(c.ports.map((p: Obj) => p.name));
   for (const p of c.ports) {
