@@ -28,3 +28,16 @@ export class SingleFlight {
     return p;
   }
 }
+
+/** Wait `ms`, or less when `signal` aborts; never rejects (polling loops check the signal themselves). */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -4,6 +4,7 @@ import type { JournalSource } from '../journal/journalctl.js';
 import { formatMicros } from '../journal/time.js';
 import { LEVEL_NAMES, type KmsgRecord } from './parse.js';
 import { bootWallUs, type KmsgItem, type KmsgReader } from './reader.js';
+import { sleep } from '../../util/concurrency.js';
 
 /** A kernel log record as /v1/kernel returns it. */
 export interface KernelRecord {
@@ -172,14 +173,3 @@ export class KernelLog {
   }
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}

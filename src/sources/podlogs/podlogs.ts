@@ -6,6 +6,7 @@ import { ambiguous, badRequest, notFound } from '../../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { parseRfc3339Micros } from '../journal/time.js';
 import { LineJoiner, parseCriLog, parseCriLogLine, ROTATED, type LogEntry } from './cri-log.js';
+import { sleep } from '../../util/concurrency.js';
 
 const gunzipAsync = promisify(gunzip);
 
@@ -241,14 +242,3 @@ function assertPodLogPath(p: string): void {
   if (!norm.startsWith('/var/log/') || !norm.endsWith('.log')) throw badRequest(`refusing to read ${p}: container logs live under /var/log and end in .log`);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
