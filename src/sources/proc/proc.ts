@@ -6,6 +6,7 @@
  */
 import type { NamespaceEntry, NsType, ProcessInfo } from '../../model/process.js';
 import { NS_TYPES } from '../../model/process.js';
+import { redactArgs } from '../../redact.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { mapLimit } from '../../util/concurrency.js';
@@ -34,7 +35,8 @@ export async function readProcess(fs: HostFs, pid: number): Promise<ProcessInfo 
     pid: stat.pid,
     ppid: Number.isInteger(ppid) ? ppid : stat.ppid,
     comm: stat.comm,
-    cmdline: parseCmdline(cmdText),
+    // command lines carry credentials (--password=x, --token x): same policy as the runtime's args
+    cmdline: redactArgs(parseCmdline(cmdText)),
     state: stat.state,
     rssBytes: kbToBytes(status?.get('VmRSS')),
     threads: Number.isInteger(threads) ? threads : stat.numThreads,

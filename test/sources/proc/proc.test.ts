@@ -72,6 +72,14 @@ t.test('a child: sleep 1000', async (t) => {
   t.ok(p!.rssBytes! > 0 && p!.rssBytes! < 64 * 1024 * 1024);
 });
 
+t.test('credentials in a command line are redacted as in the runtime\'s args', async (t) => {
+  const script = 'setTimeout(() => {}, 1e6)';
+  const child = await start(process.execPath, ['-e', script, '--', '--db-password=hunter2', '--token', 'hunter2', '--port=1']);
+  const p = await readProcess(fs, child.pid!);
+  t.same(p!.cmdline, [process.execPath, '-e', script, '--', '--db-password=<redacted>', '--token', '<redacted>', '--port=1']);
+  t.notMatch(JSON.stringify(p), /hunter2/);
+});
+
 t.test('a child whose name holds spaces and parentheses', async (t) => {
   const raw = readFileSync(`/proc/${weird.pid}/stat`, 'utf8');
   t.match(raw, `(${WEIRD}) S`, 'the kernel writes the name as is');
