@@ -15,6 +15,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { mapLimit } from '../../util/concurrency.js';
 import { readFilesInSync } from '../hostfs/read-sync.js';
 import { parseCpu, parseIoStat, parseLimit, parseMemory, parsePsi, parseSingle } from './parse.js';
+import { KUBEPODS_NAMES, normUid } from './kubepods-path.js';
 
 export const CGROUP_MOUNT = '/sys/fs/cgroup';
 
@@ -37,18 +38,7 @@ export interface FoundCgroup extends KubeCgroup {
   dir: ResolvedDir;
 }
 
-const UUID_ = '[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}';
-/** Pod UIDs: API-server UUIDs, or 32 hex for static pods (kubelet's hash of the manifest). */
-const UID = `(?:${UUID_}|[0-9a-f]{32})`;
-const SD_QOS = /^kubepods-(burstable|besteffort)\.slice$/;
-const SD_POD_GUARANTEED = new RegExp(`^kubepods-pod(${UID})\\.slice$`);
-const SD_POD_QOS = new RegExp(`^kubepods-(burstable|besteffort)-pod(${UID})\\.slice$`);
-const SD_CONTAINER = /^(cri-containerd|crio|docker)-([0-9a-f]{64})\.scope$/;
-const FS_POD = new RegExp(`^pod(${UID})$`);
-const FS_CONTAINER = /^(?:(cri-containerd|crio|docker)-)?([0-9a-f]{64})$/;
-
-export const POD_UID_RE = new RegExp(`^${UID.replace(/_/g, '')}$`);
-const normUid = (u: string) => u.replace(/_/g, '-');
+const N = KUBEPODS_NAMES;
 
 /**
  * cgroup v2 (unified), hybrid (v1 controllers, v2 only for systemd at /sys/fs/cgroup/unified)
@@ -123,25 +113,25 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
     const qosDirs: { qos: QosClass; dir: ResolvedDir }[] = [];
     for (const e of top) {
       if (driver === 'systemd') {
-        const g = SD_POD_GUARANTEED.exec(e.name);
-        if (g) pods.push({ driver, qos: 'guaranteed', podUid: normUid(g[1]!), dir: fs.child(dir, e.name) });
-        const q = SD_QOS.exec(e.name);
+        const g = N.systemdPod.exec(e.name);
+        if (g && g[1] === undefined) pods.push({ driver, qos: 'guaranteed', podUid: normUid(g[2]!), dir: fs.child(dir, e.name) });
+        const q = N.systemdQos.exec(e.name);
         if (q) qosDirs.push({ qos: q[1] as QosClass, dir: fs.child(dir, e.name) });
       } else {
-        const g = FS_POD.exec(e.name);
-        if (g) pods.push({ driver, qos: 'guaranteed', podUid: g[1]!, dir: fs.child(dir, e.name) });
-        if (e.name === 'burstable' || e.name === 'besteffort') qosDirs.push({ qos: e.name, dir: fs.child(dir, e.name) });
+        const g = N.cgroupfsPod.exec(e.name);
+        if (g) pods.push({ driver, qos: 'guaranteed', podUid: normUid(g[1]!), dir: fs.child(dir, e.name) });
+        if (N.cgroupfsQos.includes(e.name)) qosDirs.push({ qos: e.name as QosClass, dir: fs.child(dir, e.name) });
       }
     }
     const lists = await Promise.all(qosDirs.map(async (q) => ({ q, entries: dirs(await fs.readdir(q.dir)) })));
     for (const { q, entries } of lists) {
       for (const e of entries) {
         if (driver === 'systemd') {
-          const m = SD_POD_QOS.exec(e.name);
+          const m = N.systemdPod.exec(e.name);
           if (m && m[1] === q.qos) pods.push({ driver, qos: q.qos, podUid: normUid(m[2]!), dir: fs.child(q.dir, e.name) });
         } else {
-          const m = FS_POD.exec(e.name);
-          if (m) pods.push({ driver, qos: q.qos, podUid: m[1]!, dir: fs.child(q.dir, e.name) });
+          const m = N.cgroupfsPod.exec(e.name);
+          if (m) pods.push({ driver, qos: q.qos, podUid: normUid(m[1]!), dir: fs.child(q.dir, e.name) });
         }
       }
     }
@@ -161,7 +151,7 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
   const perPod = await mapLimit(wanted, READ_CONCURRENCY, async (p) => {
     const out: FoundCgroup[] = [podCgroup(p)];
     for (const e of dirs(await fs.readdir(p.dir))) {
-      const m = (p.driver === 'systemd' ? SD_CONTAINER : FS_CONTAINER).exec(e.name);
+      const m = (p.driver === 'systemd' ? N.systemdContainer : N.cgroupfsContainer).exec(e.name);
       if (!m) continue; // crio-conmon-<id>.scope, anything else a runtime put there
       const dir = fs.child(p.dir, e.name);
       out.push({

@@ -31,22 +31,34 @@ export interface KubepodsPath {
   rest: string;
 }
 
+/**
+ * The names kubelet and the runtimes give kubepods cgroups, in one table: the
+ * walker (cgroups.ts) matches directory names with it, parseKubepodsPath whole paths.
+ */
 // An API-server UUID (dashes, or underscores in systemd slice names) or a static pod's 32-hex hash.
 const UID = '(?:[0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}|[0-9a-f]{32})';
-// A systemd pod slice: <prefix>kubepods[-qos]-pod<uid with _>.slice, prefix empty or "kubelet-" etc.
-const SYSTEMD_POD = new RegExp(`^(?:[A-Za-z0-9_]+-)*kubepods(?:-(burstable|besteffort))?-pod(${UID})\\.slice$`);
-const SYSTEMD_QOS = /^(?:[A-Za-z0-9_]+-)*kubepods-(burstable|besteffort)\.slice$/;
-const SYSTEMD_ROOT = /^(?:[A-Za-z0-9_]+-)*kubepods\.slice$/;
-const SYSTEMD_CONTAINER = /^(cri-containerd|crio|docker)-([0-9a-f]{64})\.scope$/;
-const CGROUPFS_POD = new RegExp(`^pod(${UID})$`);
-const CGROUPFS_CONTAINER = /^(?:(cri-containerd|crio|docker)-)?([0-9a-f]{64})$/;
+export const KUBEPODS_NAMES = {
+  /** kubepods.slice, or with a prefix from a custom cgroup root (kubelet-kubepods.slice) */
+  systemdRoot: /^(?:[A-Za-z0-9_]+-)*kubepods\.slice$/,
+  systemdQos: /^(?:[A-Za-z0-9_]+-)*kubepods-(burstable|besteffort)\.slice$/,
+  /** <prefix>kubepods[-qos]-pod<uid with _>.slice: group 1 the QoS (absent: guaranteed), group 2 the UID */
+  systemdPod: new RegExp(`^(?:[A-Za-z0-9_]+-)*kubepods(?:-(burstable|besteffort))?-pod(${UID})\\.slice$`),
+  /** group 1 the runtime, group 2 the container ID */
+  systemdContainer: /^(cri-containerd|crio|docker)-([0-9a-f]{64})\.scope$/,
+  cgroupfsRoot: 'kubepods',
+  cgroupfsQos: ['burstable', 'besteffort'] as readonly string[],
+  cgroupfsPod: new RegExp(`^pod(${UID})$`),
+  cgroupfsContainer: /^(?:(cri-containerd|crio|docker)-)?([0-9a-f]{64})$/,
+} as const;
+const { systemdRoot: SYSTEMD_ROOT, systemdQos: SYSTEMD_QOS, systemdPod: SYSTEMD_POD, systemdContainer: SYSTEMD_CONTAINER } = KUBEPODS_NAMES;
+const { cgroupfsPod: CGROUPFS_POD, cgroupfsContainer: CGROUPFS_CONTAINER } = KUBEPODS_NAMES;
 
 export function parseKubepodsPath(path: string): KubepodsPath | null {
   const parts = path.split('/').filter((p) => p !== '');
   for (let i = 0; i < parts.length; i++) {
     const p = parts[i]!;
     if (SYSTEMD_ROOT.test(p)) return systemd(parts, i);
-    if (p === 'kubepods') return cgroupfs(parts, i);
+    if (p === KUBEPODS_NAMES.cgroupfsRoot) return cgroupfs(parts, i);
   }
   return null;
 }
@@ -101,5 +113,6 @@ function cgroupfs(parts: string[], root: number): KubepodsPath | null {
   };
 }
 
-const normUid = (u: string) => u.replace(/_/g, '-').toLowerCase();
+/** A UID as the API server spells it: dashes, lowercase. */
+export const normUid = (u: string) => u.replace(/_/g, '-').toLowerCase();
 const rest = (parts: string[], from: number) => (from < parts.length ? '/' + parts.slice(from).join('/') : '');
