@@ -1,0 +1,267 @@
+/**
+ * Fuzzing every route listed in /openapi.json at run time (issue 8), against a
+ * FAKE node: a generated host root (test/fixtures/fake-node.ts) with a canary
+ * file of random content beside it, a FAKE CRI runtime and a FAKE API server
+ * serving the same pods.
+ *
+ * Pass: never a 5xx, never the canary's content (nor a secret of the fake node)
+ * in any response or log line, never an answer slower than 5 s (plus the
+ * measurement window a /v1/throttling request asked for), RSS bounded.
+ *
+ * Most requests go through app.inject (fast, many); a sample goes over real
+ * HTTP, where Node's own limits apply (header size: 431), and follow=true
+ * requests go only there, each aborted after a moment.
+ *
+ * NODETRUTH_FUZZ_RUNS (default 10,000) and NODETRUTH_FUZZ_SEED reproduce a run.
+ */
+import { request as httpRequest } from 'node:http';
+import path from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import t from 'tap';
+import { mapLimit } from '../../src/util/concurrency.js';
+import { makeFakeScaleHost } from '../fixtures/fake-node.js';
+import { testApp } from '../helpers/app.js';
+import { startFakeCriProcess } from '../helpers/agent-process.js';
+import { apiPod, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
+import { operations, requestChunks, sampleRequests, type FuzzRequest } from './openapi-fuzz.js';
+
+const RUNS = Number(process.env.NODETRUTH_FUZZ_RUNS ?? 10_000);
+const SEED = Number(process.env.NODETRUTH_FUZZ_SEED ?? Date.now() % 2 ** 31);
+const HTTP_SAMPLE = 400;
+const FOLLOW_SAMPLE = 150;
+const CONCURRENCY = 8;
+/** requests that mostly wait (a throttling window) run in a wider pool */
+const SLOW_CONCURRENCY = 64;
+const BUDGET_MS = 5000;
+
+// ~40 s on an idle 2-core machine; room for a busy one
+t.setTimeout(5 * 60_000);
+t.comment(`fuzz seed ${SEED} (NODETRUTH_FUZZ_SEED=${SEED} reproduces), ${RUNS} requests`);
+
+// small: the fuzz is about input handling, the scale figures are bench/'s
+const host = await makeFakeScaleHost({ pods: 8, perPod: 2, journal: true, logLines: 20 });
+// the FAKE runtime in its own process, as a real one is: a busy agent must not slow its answers
+const cri = await startFakeCriProcess(host.options);
+const kube = await new FakeKubeApiServer().start();
+kube.pods = host.node.pods.map((p) =>
+  apiPod({ name: p.name, namespace: p.namespace, uid: p.uid, nodeName: 'fake-node', annotations: p.annotations ?? {}, containers: [{ name: 'c0', state: 'running' }] }),
+);
+const kubeconfig = kube.writeKubeconfig(host.base);
+const agent = await testApp([
+  '--host-root', host.root,
+  '--cri-endpoint', cri.endpoint,
+  '--kmsg-path', host.kmsg,
+  '--kubeconfig', kubeconfig,
+  '--node-name', 'fake-node',
+  '--kubelet-healthz', 'http://127.0.0.1:1/healthz',
+  '--max-follows', '256',
+]);
+t.teardown(async () => {
+  await agent.close();
+  await cri.stop();
+  await kube.stop();
+  host.cleanup();
+});
+
+const doc = (await agent.app.inject('/openapi.json')).json() as Parameters<typeof operations>[0];
+const ops = operations(doc);
+t.comment(`routes from /openapi.json: ${ops.map((o) => o.path).join(' ')}`);
+
+const ids = host.node.containers.map((c) => c.id);
+const podIds = host.node.pods.map((p) => p.id);
+const uids = host.node.pods.map((p) => p.uid);
+const known: Record<string, string[]> = {
+  'path:id': [...ids, ...podIds, ...uids, ...ids.map((i) => i.slice(0, 12)), 'b', 'a', ids[0]!.slice(0, 9)],
+  podUid: uids,
+  pod: podIds.map((i) => i.slice(0, 10)),
+  namespace: ['ns-0', 'ns-1', 'kube-system'],
+  query: ['kubelet', 'kubelet.service', 'containerd', 'containerd.service', 'kernel', '/var/log/pods', 'pods', '/var/log/escape.log', 'pods/escape', 'syslog'],
+  sinceTime: ['2026-11-29T10:00:00Z', '2020-01-01T00:00:00.123456789Z', '2099-01-01T00:00:00Z'],
+  untilTime: ['2099-01-01T00:00:00Z'],
+  pattern: ['kubelet', 'OOM', 'oom-kill', 'Killed process \\d+', '.*'],
+  tailLines: ['0', '1', '10', '100000'],
+  sinceSeq: ['0', '1', '520', '100000'],
+  boot: ['0', '-1', '-2'],
+  priority: ['3', 'err', 'info', '0..4', 'debug'],
+  label: ['io.kubernetes.pod.namespace=ns-1', 'app=web'],
+  image: ['busybox', 'pause'],
+};
+const ctx = {
+  canary: { path: host.canary, relative: path.relative(host.root, host.canary) },
+  known,
+  overrides: { '/v1/throttling': { window: ['1s', '1000ms'] }, '/v1/triage': { window: ['100ms', '500ms', '1s'] } },
+  allowFollow: false,
+};
+
+interface Failure {
+  url: string;
+  why: string;
+}
+const failures: Failure[] = [];
+const stats = new Map<string, Map<number, number>>();
+let slowest = { ms: 0, url: '' };
+const note = (req: FuzzRequest, status: number) => {
+  const m = stats.get(req.route) ?? new Map<number, number>();
+  m.set(status, (m.get(status) ?? 0) + 1);
+  stats.set(req.route, m);
+};
+const short = (u: string) => (u.length > 300 ? `${u.slice(0, 300)}… (${u.length} chars)` : u);
+
+function check(req: FuzzRequest, status: number, body: string, ms: number): void {
+  note(req, status);
+  if (status >= 500) failures.push({ url: short(req.url), why: `status ${status}: ${body.slice(0, 300)}` });
+  if (body.includes(host.canaryContent)) failures.push({ url: short(req.url), why: 'canary content in the response' });
+  for (const s of host.secrets) if (body.includes(s)) failures.push({ url: short(req.url), why: `secret ${s} in the response` });
+  if (ms > BUDGET_MS + req.windowMs) failures.push({ url: short(req.url), why: `answered in ${Math.round(ms)} ms` });
+  if (ms > slowest.ms) slowest = { ms, url: short(req.url) };
+}
+
+/** The agent's log so far must hold neither canary nor secrets; then it is dropped (it would grow with 100 KB params). */
+function scanLogs(): void {
+  const text = agent.logs.map((l) => JSON.stringify(l)).join('\n');
+  if (text.includes(host.canaryContent)) failures.push({ url: '(agent log)', why: 'canary content in the log' });
+  for (const s of host.secrets) if (text.includes(s)) failures.push({ url: '(agent log)', why: `secret ${s} in the log` });
+  const errors = agent.logs.filter((l) => l.level === 50 || l.level === 60);
+  for (const e of errors.slice(0, 5)) failures.push({ url: '(agent log)', why: `error logged: ${JSON.stringify(e).slice(0, 400)}` });
+  agent.logs.length = 0;
+}
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+let rssBefore = 0;
+let rssAfter = 0;
+
+async function runInject(reqs: FuzzRequest[]): Promise<void> {
+  const one = async (req: FuzzRequest) => {
+    const t0 = performance.now();
+    let res;
+    try {
+      res = await agent.app.inject({ method: 'GET', url: req.url, headers: { ...req.headers, authorization: 'Bearer fuzz-token-not-to-be-logged' } });
+    } catch (err) {
+      failures.push({ url: short(req.url), why: `inject threw: ${(err as Error).message}` });
+      return;
+    }
+    check(req, res.statusCode, res.body, performance.now() - t0);
+  };
+  // waiting requests do not hold up the next chunk: they run beside it, at most SLOW_CONCURRENCY at once
+  for (const r of reqs.filter((x) => x.windowMs > 0)) slowPending.push(slowSlots.run(() => one(r)));
+  await mapLimit(reqs.filter((r) => r.windowMs === 0), CONCURRENCY, one);
+  scanLogs();
+}
+
+class Slots {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly max: number) {}
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.max) await new Promise<void>((r) => this.waiting.push(r));
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+const slowSlots = new Slots(SLOW_CONCURRENCY);
+const slowPending: Promise<void>[] = [];
+
+t.test(`${RUNS} generated requests through app.inject`, async (t) => {
+  const started = performance.now();
+  let total = 0;
+  let chunkNo = 0;
+  for (const chunk of requestChunks(ops, ctx, RUNS, SEED)) {
+    await runInject(chunk);
+    total += chunk.length;
+    if (process.env.NODETRUTH_FUZZ_DEBUG) {
+      gc();
+      const m = process.memoryUsage();
+      t.comment(`chunk ${chunkNo}: rss ${(m.rss / 2 ** 20).toFixed(0)} heap ${(m.heapUsed / 2 ** 20).toFixed(0)} external ${(m.external / 2 ** 20).toFixed(0)} MiB`);
+    }
+    if (chunkNo++ === 0) {
+      // after a first chunk has warmed up code and caches
+      gc();
+      rssBefore = process.memoryUsage().rss;
+    }
+  }
+  await Promise.all(slowPending);
+  scanLogs();
+  gc();
+  rssAfter = process.memoryUsage().rss;
+  t.ok(total >= RUNS, `${total} requests over ${ops.length} routes`);
+  t.comment(`inject phase: ${total} requests in ${Math.round(performance.now() - started)} ms; slowest ${Math.round(slowest.ms)} ms ${slowest.url}`);
+  for (const [route, m] of [...stats].sort()) t.comment(`${route}: ${[...m].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(' ')}`);
+  // every route answered something other than 400 at least once: the generator reaches past validation
+  for (const op of ops) {
+    const m = stats.get(op.path);
+    t.ok(m && [...m.keys()].some((s) => s !== 400), `${op.path} got past validation at least once`);
+  }
+  t.same(failures.slice(0, 30), [], 'no 5xx, no canary, no secret, nothing slower than 5 s');
+});
+
+/** GET over a real socket; resolves with status and body (or what arrived before `abortMs`). */
+function httpGet(base: URL, req: FuzzRequest, abortMs: number | null): Promise<{ status: number; body: string; ms: number }> {
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let status = 0;
+    let error = '';
+    let timer: NodeJS.Timeout | undefined;
+    const finish = () => {
+      clearTimeout(timer);
+      resolve({ status, body: Buffer.concat(chunks).toString('utf8') || error, ms: performance.now() - t0 });
+    };
+    const r = httpRequest(
+      { host: base.hostname, port: base.port, method: 'GET', agent: false, path: req.url, headers: { ...req.headers, authorization: 'Bearer fuzz-token-not-to-be-logged' } },
+      (res) => {
+        status = res.statusCode ?? 0;
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', finish);
+        res.on('error', finish);
+        res.on('close', finish);
+      },
+    );
+    r.on('error', (err: NodeJS.ErrnoException) => {
+      error = `${err.code ?? ''} ${err.message}`;
+      finish();
+    });
+    if (abortMs !== null) timer = setTimeout(() => r.destroy(), abortMs);
+    r.end();
+  });
+}
+
+t.test('a sample over real HTTP, and follow streams opened with hostile parameters', async (t) => {
+  failures.length = 0;
+  const address = await agent.app.listen({ host: '127.0.0.1', port: 0 });
+  const base = new URL(address);
+  const reqs = sampleRequests(ops, ctx, HTTP_SAMPLE, SEED + 7919);
+  await mapLimit(reqs, CONCURRENCY, async (req) => {
+    const r = await httpGet(base, req, BUDGET_MS + req.windowMs + 2000);
+    if (r.status === 0) failures.push({ url: short(req.url), why: `no response over HTTP: ${r.body}` });
+    check(req, r.status, r.body, r.ms);
+  });
+  const statuses = new Map<number, number>();
+  for (const m of stats.values()) for (const [s, n] of m) statuses.set(s, (statuses.get(s) ?? 0) + n);
+  t.comment(`statuses over both phases: ${[...statuses].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}×${n}`).join(' ')}`);
+
+  const followOps = ops.filter((o) => o.params.some((p) => p.name === 'follow'));
+  if (followOps.length > 0) {
+    const fctx = { ...ctx, allowFollow: true };
+    const freqs = sampleRequests(followOps, fctx, FOLLOW_SAMPLE * 3, SEED + 104729).filter((r) => r.follow).slice(0, FOLLOW_SAMPLE);
+    await mapLimit(freqs, CONCURRENCY, async (req) => {
+      const r = await httpGet(base, req, 300);
+      check(req, r.status === 0 ? 200 : r.status, r.body, 0);
+    });
+    t.comment(`follow phase: ${freqs.length} follow requests over ${followOps.map((o) => o.path).join(' ')}`);
+  }
+  scanLogs();
+  t.same(failures.slice(0, 30), [], 'no 5xx, no canary, no secret over real HTTP');
+});
+
+t.test('RSS stays bounded', async (t) => {
+  const growth = rssAfter - rssBefore;
+  t.comment(`RSS after the first chunk ${(rssBefore / 2 ** 20).toFixed(1)} MiB, after the last ${(rssAfter / 2 ** 20).toFixed(1)} MiB (${growth >= 0 ? '+' : ''}${(growth / 2 ** 20).toFixed(1)} MiB)`);
+  t.ok(growth < 128 * 2 ** 20, 'grew by less than 128 MiB over the inject phase');
+});

@@ -1,0 +1,131 @@
+/**
+ * The agent and the FAKE CRI runtime as real processes, for the checks that
+ * app.inject cannot make (children, open fds, RSS, real HTTP limits, start-up)
+ * and for benchmarks. Each process is stopped by its own PID, never by name.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { FakeScaleOptions } from '../fixtures/fake-node.js';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface Proc {
+  child: ChildProcess;
+  pid: number;
+  /** stdout lines (the agent's JSON log) */
+  lines: string[];
+  stderr: string[];
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+function track(child: ChildProcess): Proc {
+  const lines: string[] = [];
+  const stderr: string[] = [];
+  createInterface({ input: child.stdout! }).on('line', (l) => lines.push(l));
+  createInterface({ input: child.stderr! }).on('line', (l) => stderr.push(l));
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return {
+    child,
+    pid: child.pid!,
+    lines,
+    stderr,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+        const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        try {
+          return await exited;
+        } finally {
+          clearTimeout(t);
+        }
+      }
+      return child.exitCode;
+    },
+  };
+}
+
+async function waitForLine(p: Proc, match: (l: string) => boolean, timeoutMs: number, what: string): Promise<string> {
+  const started = Date.now();
+  for (;;) {
+    const hit = p.lines.find(match);
+    if (hit) return hit;
+    if (p.child.exitCode !== null || p.child.signalCode !== null) throw new Error(`${what} exited early: ${p.stderr.join('\n')}`);
+    if (Date.now() - started > timeoutMs) throw new Error(`${what}: no start-up line within ${timeoutMs} ms: ${p.stderr.join('\n')}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The FAKE CRI runtime of a fake scale node, in its own process. */
+export async function startFakeCriProcess(o: FakeScaleOptions): Promise<Proc & { endpoint: string }> {
+  const arg = JSON.stringify({ pods: o.pods, perPod: o.perPod, seed: o.seed, nowNs: o.nowNs.toString() });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'test/helpers/fake-cri-process.ts'), arg], {
+    cwd: REPO,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const p = track(child);
+  const line = await waitForLine(p, (l) => l.startsWith('{"endpoint"'), 60_000, 'fake CRI');
+  return Object.assign(p, { endpoint: (JSON.parse(line) as { endpoint: string }).endpoint });
+}
+
+/**
+ * `nodetruth serve` as a child process on a free loopback port. `dist: true`
+ * runs the built dist/cli.js (benchmarks, start-up); otherwise src/cli.ts via tsx.
+ */
+export async function startAgentProcess(flags: string[], o: { dist?: boolean; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {}): Promise<Proc & { url: string }> {
+  const entry = o.dist ? [path.join(REPO, 'dist/cli.js')] : ['--import', 'tsx', path.join(REPO, 'src/cli.ts')];
+  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), ...entry, 'serve', '--listen', '127.0.0.1:0', ...flags], {
+    cwd: REPO,
+    env: { ...process.env, ...o.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const p = track(child);
+  const line = await waitForLine(p, (l) => l.includes('Server listening at http://127.0.0.1:'), 60_000, 'agent');
+  const url = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line)![1]!;
+  return Object.assign(p, { url });
+}
+
+// ---- what /proc says about a process ----------------------------------------------------
+
+/** PIDs whose parent is `pid` (children still alive or not yet reaped). */
+export function childrenOf(pid: number): { pid: number; comm: string; state: string }[] {
+  const out: { pid: number; comm: string; state: string }[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      const close = stat.lastIndexOf(')');
+      const [state, ppid] = stat.slice(close + 2).split(' ');
+      if (Number(ppid) === pid) out.push({ pid: Number(e), comm: stat.slice(stat.indexOf('(') + 1, close), state: state! });
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+export function openFds(pid: number): { count: number; targets: string[] } {
+  const fds = readdirSync(`/proc/${pid}/fd`);
+  const targets: string[] = [];
+  for (const fd of fds) {
+    try {
+      targets.push(readlinkSync(`/proc/${pid}/fd/${fd}`));
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return { count: fds.length, targets };
+}
+
+export function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
+
+export function hwmBytes(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) * 1024 : NaN;
+}
