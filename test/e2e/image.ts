@@ -76,6 +76,10 @@ export async function ensureImage(): Promise<GuestImage> {
     return { ...done, built: false };
   }
 
+  for (const tool of ['mmdebstrap', 'mkfs.ext4']) {
+    const found = (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/sbin']).some((d) => d && existsSync(join(d, tool)));
+    if (!found) throw new Error(`${tool} is not installed: the guest image cannot be built (host packages: test/e2e/APT_PACKAGES); the e2e tests did NOT run`);
+  }
   const started = Date.now();
   mkdirSync(root, { recursive: true });
   const work = join(root, `build-${hash}-${process.pid}`);

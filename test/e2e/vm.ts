@@ -123,7 +123,7 @@ export class NodeVm {
     if (!Number.isInteger(this.pid) || this.pid <= 0) throw new Error(`bad qemu pidfile ${this.pidFile}`);
     log(`qemu pid ${this.pid}, host port ${this.hostPort}, run dir ${this.runDir}`);
 
-    await waitFor('the guest to be ready (containerd up, images imported)', 180_000, () => {
+    await waitFor('the guest to be ready (containerd up, images imported)', 300_000, () => {
       this.assertAlive();
       const stage = readStage(this.shareDir);
       if (stage === 'ready') return true;
