@@ -149,10 +149,12 @@ export class PodLogs {
       await fh.close();
       throw err;
     });
-    for (const e of start.entries) yield e;
     let partial = '';
     const joiner = new LineJoiner();
     try {
+      // inside the try: a client that goes away during the backlog ends the generator
+      // at one of these yields, and only the finally closes the file then
+      for (const e of start.entries) yield e;
       while (!signal.aborted) {
         await sleep(pollMs, signal);
         if (signal.aborted) break;
