@@ -24,6 +24,9 @@ export interface ExecResult {
 
 export class QemuUnavailable extends Error {}
 
+/** The qemu binary; NODETRUTH_E2E_QEMU overrides it (e.g. to check the "no qemu" path). */
+const QEMU = process.env.NODETRUTH_E2E_QEMU ?? 'qemu-system-x86_64';
+
 async function freePort(): Promise<number> {
   return new Promise((res, rej) => {
     const srv = createServer();
@@ -38,7 +41,7 @@ async function freePort(): Promise<number> {
 
 export function checkQemu(): void {
   try {
-    execFileSync('qemu-system-x86_64', ['--version'], { stdio: 'pipe', timeout: 10_000 });
+    execFileSync(QEMU, ['--version'], { stdio: 'pipe', timeout: 10_000 });
     execFileSync('qemu-img', ['--version'], { stdio: 'pipe', timeout: 10_000 });
   } catch (err) {
     throw new QemuUnavailable(
@@ -118,7 +121,7 @@ export class NodeVm {
     ];
     writeFileSync(join(this.runDir, 'qemu.args.json'), JSON.stringify(args, null, 1));
     // With -daemonize the command returns once the VM runs; its pidfile names the VM process.
-    await runOk('qemu-system-x86_64', args, { timeoutMs: 60_000 });
+    await runOk(QEMU, args, { timeoutMs: 60_000 });
     this.pid = Number(readFileSync(this.pidFile, 'utf8').trim());
     if (!Number.isInteger(this.pid) || this.pid <= 0) throw new Error(`bad qemu pidfile ${this.pidFile}`);
     log(`qemu pid ${this.pid}, host port ${this.hostPort}, run dir ${this.runDir}`);
@@ -236,25 +239,46 @@ function pidIsOurQemu(pid: number, runDir: string): boolean {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && cmdline.includes('qemu-system-x86_64') && cmdline.includes(runDir);
+    return state !== 'Z' && cmdline.includes('qemu-system') && cmdline.includes(runDir);
   } catch {
     return false;
   }
 }
 
-/** Keeps the 5 newest run directories (their logs); older ones are removed. */
+/**
+ * Stops the qemu of an earlier run whose test process died without cleaning up (SIGKILL),
+ * by the PID in that run's pidfile; keeps the 5 newest run directories (their logs).
+ */
 function pruneRuns(): void {
   const dir = join(cacheRoot(), 'runs');
   if (!existsSync(dir)) return;
   const runs = readdirSync(dir)
     .filter((n) => n.startsWith('run-'))
-    .map((n) => ({ p: join(dir, n), t: statSync(join(dir, n)).mtimeMs }))
+    .map((n) => ({ name: n, p: join(dir, n), t: statSync(join(dir, n)).mtimeMs }))
     .sort((a, b) => b.t - a.t);
-  for (const r of runs.slice(5)) {
-    // never touch a run whose qemu is still alive
+  runs.forEach((r, i) => {
     const pidFile = join(r.p, 'qemu.pid');
     const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : 0;
-    if (pid > 0 && pidIsOurQemu(pid, r.p)) continue;
-    rmSync(r.p, { recursive: true, force: true });
+    const alive = pid > 0 && pidIsOurQemu(pid, r.p);
+    const owner = Number(/-(\d+)$/.exec(r.name)?.[1] ?? 0);
+    if (alive && owner > 0 && !processExists(owner)) {
+      log(`stopping the orphaned qemu ${pid} of ${r.p} (its test process ${owner} is gone)`);
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+      return;
+    }
+    if (i >= 5 && !alive) rmSync(r.p, { recursive: true, force: true });
+  });
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
