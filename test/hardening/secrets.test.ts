@@ -1,0 +1,100 @@
+/**
+ * Secrets never leave the agent. The FAKE runtime serves containers whose env,
+ * args and annotations hold secrets (and pods whose kubectl
+ * last-applied-configuration annotation holds env values); the fake tree's
+ * processes carry them in cmdline and environ. Every GET route that
+ * /openapi.json lists is called (JSON, ?format=text, Accept: text/plain; path
+ * parameters filled with real ids) with `Authorization: Bearer <random>` under
+ * --auth kubernetes (a FAKE API server accepts the token): no output holds a
+ * secret, and the agent's log (its audit lines) holds neither a secret nor the token.
+ */
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import { makeFakeScaleHost } from '../fixtures/fake-node.js';
+import { startAgentProcess, startFakeCriProcess } from '../helpers/agent-process.js';
+import { apiPod, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
+
+const host = await makeFakeScaleHost({ pods: 6, perPod: 2, journal: true, logLines: 10 });
+const cri = await startFakeCriProcess(host.options);
+const kube = await new FakeKubeApiServer().start();
+const token = `nt-${randomBytes(24).toString('base64url')}`;
+kube.tokens.set(token, { username: 'oncall@example.com', groups: ['system:authenticated'] });
+kube.authorize = () => ({ allowed: true });
+kube.pods = host.node.pods.map((p) =>
+  apiPod({ name: p.name, namespace: p.namespace, uid: p.uid, nodeName: 'fake-node', annotations: p.annotations ?? {}, containers: [{ name: 'c0', state: 'running' }] }),
+);
+const agent = await startAgentProcess([
+  '--host-root', host.root,
+  '--cri-endpoint', cri.endpoint,
+  '--kmsg-path', host.kmsg,
+  '--auth', 'kubernetes',
+  '--kubeconfig', kube.writeKubeconfig(host.base),
+  '--node-name', 'fake-node',
+  '--kubelet-healthz', 'http://127.0.0.1:1/healthz',
+  '--log-level', 'debug',
+]);
+t.teardown(async () => {
+  await agent.stop();
+  await cri.stop();
+  await kube.stop();
+  host.cleanup();
+});
+
+const auth = { authorization: `Bearer ${token}` };
+const get = (path: string, headers: Record<string, string> = {}) => fetch(`${agent.url}${path}`, { headers: { ...auth, ...headers } });
+
+t.test('every GET route, in every format, shows no secret', async (t) => {
+  t.equal((await fetch(`${agent.url}/v1/containers`)).status, 401, 'auth is on: no token, no answer');
+  const doc = (await (await get('/openapi.json')).json()) as { paths: Record<string, { get?: unknown }> };
+  const running = host.node.containers.find((c) => c.state === 'CONTAINER_RUNNING')!;
+  const exited = host.node.containers.find((c) => c.state === 'CONTAINER_EXITED')!;
+  const pod = host.node.pods[0]!;
+  const fill = (p: string): string[] => {
+    if (p.startsWith('/v1/pods/')) return [p.replace('{id}', pod.id)];
+    if (p.startsWith('/v1/cgroups/')) return [p.replace('{id}', pod.uid), p.replace('{id}', running.id)];
+    if (p.includes('{id}')) return [p.replace('{id}', running.id), p.replace('{id}', exited.id), p.replace('{id}', pod.id)];
+    return [p];
+  };
+  const extra: Record<string, string> = { '/v1/logs': 'query=kubelet&tailLines=50', '/v1/throttling': 'window=1s', '/v1/triage': 'window=1s' };
+  const paths = Object.keys(doc.paths).filter((p) => doc.paths[p]!.get);
+  let calls = 0;
+  let bytes = 0;
+  const leaks: string[] = [];
+  const ok = new Set<string>();
+  for (const p of paths) {
+    for (const url of fill(p)) {
+      const q = extra[p] ? `${extra[p]}&` : '';
+      for (const [variant, path, headers] of [
+        ['json', `${url}?${q}format=json`, {}],
+        ['text', `${url}?${q}format=text`, {}],
+        ['accept', `${url}${q ? `?${q.slice(0, -1)}` : ''}`, { accept: 'text/plain' }],
+        ['plain', `${url}${q ? `?${q.slice(0, -1)}` : ''}`, {}],
+      ] as const) {
+        const res = await get(path, headers);
+        const body = await res.text();
+        calls++;
+        bytes += body.length;
+        if (res.status === 200) ok.add(p);
+        if (res.status >= 500) leaks.push(`${path} (${variant}): status ${res.status} ${body.slice(0, 200)}`);
+        for (const s of host.secrets) if (body.includes(s)) leaks.push(`${path} (${variant}): holds ${s}`);
+        if (body.includes(token)) leaks.push(`${path} (${variant}): echoes the bearer token`);
+      }
+    }
+  }
+  t.comment(`${calls} calls over ${paths.length} routes, ${(bytes / 1024).toFixed(0)} KiB scanned; 200 from: ${[...ok].sort().join(' ')}`);
+  t.same(leaks, [], 'no secret, no token, no 5xx in any output');
+  // the scan means something only if the secrets were there to be found
+  const raw = await get(`/v1/containers/${running.id}`);
+  t.match(await raw.text(), /<redacted>/, 'the container status is where the secrets were, redacted');
+});
+
+t.test('the agent log holds no bearer token and no secret', async (t) => {
+  await new Promise((r) => setTimeout(r, 200)); // let the last audit lines arrive
+  const log = [...agent.lines, ...agent.stderr].join('\n');
+  const audits = agent.lines.filter((l) => l.includes('"audit"'));
+  t.ok(audits.length > 50, `${audits.length} audit lines`);
+  t.ok(audits.some((l) => l.includes('oncall@example.com')), 'audit lines name the user, not the token');
+  t.notOk(log.includes(token), 'the token is not in the log');
+  t.notOk(log.includes(token.slice(3, 20)), 'not even part of it');
+  for (const s of host.secrets) t.notOk(log.includes(s), `secret ${s.slice(0, 18)}… is not in the log`);
+});
