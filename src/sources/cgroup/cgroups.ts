@@ -191,6 +191,7 @@ const FILES = [
   'io.pressure',
 ] as const;
 export const STAT_FILES: readonly string[] = FILES;
+export type StatFile = (typeof FILES)[number];
 
 /**
  * Read and parse one cgroup's files. Missing files give nulls; null overall
@@ -198,8 +199,16 @@ export const STAT_FILES: readonly string[] = FILES;
  * or not the cpu controller is enabled). Synchronous reads (readFilesInSync):
  * cgroupfs never waits on a disk, and one cgroup is a small batch.
  */
-export function readCgroupStatsSync(dir: ResolvedDir): CgroupStats | null {
-  const t = readFilesInSync(dir, FILES, 64 * 1024);
+export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] = FILES): CgroupStats | null {
+  // `only`: a caller that needs a few fields (a /metrics scrape) reads only their files;
+  // the others parse as absent (null). On a 1,000-container node every file is ~20 µs.
+  let t: (string | null)[];
+  if (only === FILES) t = readFilesInSync(dir, FILES, 64 * 1024);
+  else {
+    const got = readFilesInSync(dir, only, 64 * 1024);
+    const byName = new Map<string, string | null>(only.map((f, i) => [f, got[i]!]));
+    t = FILES.map((f) => byName.get(f) ?? null);
+  }
   const [memCur, memMax, memPeak, swapCur, swapMax, events, eventsLocal, memStat, cpuStat, cpuMax, cpuWeight, pidsCur, pidsMax, ioStat, cpuP, memP, ioP] = t;
   if (cpuStat === null && readFilesInSync(dir, ['cgroup.controllers'], 4096)[0] === null) return null;
   return {
@@ -228,12 +237,17 @@ export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<Cg
 const BATCH = 16;
 
 /** Read many cgroups, yielding to the event loop every few; vanished ones are dropped. */
-export async function readMany<C extends FoundCgroup>(_fs: HostFs, cgroups: readonly C[], batch = BATCH): Promise<(C & { stats: CgroupStats })[]> {
+export async function readMany<C extends FoundCgroup>(
+  _fs: HostFs,
+  cgroups: readonly C[],
+  batch = BATCH,
+  only: readonly StatFile[] = FILES,
+): Promise<(C & { stats: CgroupStats })[]> {
   const out: (C & { stats: CgroupStats })[] = [];
   for (let i = 0; i < cgroups.length; i++) {
     if (i > 0 && i % batch === 0) await yieldToLoop();
     const c = cgroups[i]!;
-    const stats = readCgroupStatsSync(c.dir);
+    const stats = readCgroupStatsSync(c.dir, only);
     if (stats) out.push({ ...c, stats });
   }
   return out;

@@ -6,7 +6,7 @@
 import type { CgroupMode, CgroupRecord, KubeCgroup } from '../../model/cgroup.js';
 import { ambiguous, notFound, notImplemented } from '../../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { detectMode, type FoundCgroup, readMany, walkKubepods } from './cgroups.js';
+import { detectMode, type FoundCgroup, readMany, type StatFile, walkKubepods } from './cgroups.js';
 import { namesFor, type RuntimeIndex, type RuntimeJoin } from './names.js';
 
 export type CgroupSort = 'memory' | 'throttling' | 'oom';
@@ -23,8 +23,8 @@ const strip = <C extends FoundCgroup>(c: C): KubeCgroup => {
   return rest;
 };
 
-export async function readRecords(fs: HostFs, cgroups: readonly FoundCgroup[], index: RuntimeIndex | null): Promise<CgroupRecord[]> {
-  const read = await readMany(fs, cgroups);
+export async function readRecords(fs: HostFs, cgroups: readonly FoundCgroup[], index: RuntimeIndex | null, only?: readonly StatFile[]): Promise<CgroupRecord[]> {
+  const read = await readMany(fs, cgroups, undefined, only);
   return read.map(({ stats, ...c }) => ({ ...strip(c), ...namesFor(c, index), ...stats }));
 }
 

@@ -1,5 +1,4 @@
 import { closeSync, constants, openSync, readSync } from 'node:fs';
-import path from 'node:path';
 import { isGone, type ResolvedDir } from './hostfs.js';
 
 const BUF = Buffer.allocUnsafe(64 * 1024);
@@ -25,7 +24,7 @@ export function readFilesInSync(dir: ResolvedDir, names: readonly string[], maxB
     }
     let fd: number;
     try {
-      fd = openSync(path.join(dir.realPath, name), constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+      fd = openSync(`${dir.realPath}/${name}`, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     } catch (err) {
       if (isGone(err) || (err as NodeJS.ErrnoException).code === 'ELOOP') return null;
       throw err;
@@ -33,9 +32,13 @@ export function readFilesInSync(dir: ResolvedDir, names: readonly string[], maxB
     try {
       let total = 0;
       while (total < max) {
-        const n = readSync(fd, BUF, total, max - total, null);
-        if (n === 0) break;
+        const want = max - total;
+        const n = readSync(fd, BUF, total, want, null);
         total += n;
+        // A short read is the end: kernfs/seq_file and tmpfs return all they have up to the
+        // count asked, so a file smaller than the buffer needs no second read(2) to see EOF
+        // (on a 1,000-container node that is 12,000 syscalls less per /metrics scrape).
+        if (n < want) break;
       }
       return BUF.toString('utf8', 0, total);
     } catch (err) {
