@@ -209,6 +209,24 @@ scenario('inspect: /v1/containers/{id} has the main pid and never shows an envir
   assert.ok(!text.includes('e2e-secret-value-do-not-show'), 'the API_TOKEN value leaked into /v1/containers/{id}');
 });
 
+scenario('pods: /v1/pods lists the four sandboxes with name, namespace, UID, ready', async () => {
+  const { body } = await get200('/v1/pods?namespace=e2e');
+  const items = itemsOf(body);
+  for (const pod of Object.values(setup.pods)) {
+    const p = items.find((x: { id: string }) => x.id === pod.id);
+    assert.ok(p, `pod ${pod.name} (${short(pod.id)}) missing from /v1/pods`);
+    assert.deepEqual([p.name, p.namespace, p.uid, p.state, p.attempt], [pod.name, 'e2e', pod.uid, 'SANDBOX_READY', 0]);
+  }
+});
+
+scenario('node: /v1/node reports cgroup v2 with the systemd driver, PSI, and a ready runtime', async () => {
+  const { body } = await get200('/v1/node');
+  assert.equal(body.cgroup?.version, 'v2', JSON.stringify(body.cgroup));
+  assert.ok(body.cgroup.drivers.includes('systemd'), JSON.stringify(body.cgroup));
+  for (const k of ['cpu', 'memory', 'io']) assert.ok(body.pressure?.[k]?.some, `PSI ${k}: ${JSON.stringify(body.pressure?.[k])}`);
+  assert.equal(body.runtime?.ready, true, JSON.stringify(body.runtime));
+});
+
 scenario('crash loop: /v1/containers shows attempts 0-3 of one container, each exited with code 1', async () => {
   const pod = setup.pods.crashloop;
   const { body } = await get200('/v1/containers');
@@ -251,6 +269,14 @@ scenario('OOM: /v1/cgroups shows the pod\'s oomKill >= 1 after the container\'s 
   assert.ok(podCg.memory?.events?.oomKill >= 1, `pod memory.events: ${JSON.stringify(podCg.memory?.events)}`);
 });
 
+scenario('kernel: /v1/kernel has the oom-kill record naming the container\'s cgroup, with a kmsg sequence number', async () => {
+  const hog = setup.containers.hog;
+  const { body } = await get200('/v1/kernel?pattern=oom-kill');
+  const recs = itemsOf(body, 'records').filter((r: { text: string }) => r.text.includes(hog.id));
+  assert.ok(recs.length >= 1, `no oom-kill record mentions ${hog.id}: ${JSON.stringify(body).slice(0, 600)}`);
+  assert.ok(Number.isInteger(recs[0].seq), JSON.stringify(recs[0]));
+});
+
 scenario('throttling: the spinning container under a 0.1-core quota ranks first, throttled share > 0.5', async () => {
   const { body } = await get200('/v1/throttling?window=5s', 60_000);
   const items = itemsOf(body);
@@ -258,6 +284,21 @@ scenario('throttling: the spinning container under a 0.1-core quota ranks first,
   assert.equal(items[0].containerId, setup.containers.spin.id, `first: ${JSON.stringify(items[0])}`);
   assert.ok(items[0].throttledShare > 0.5, `throttledShare ${items[0].throttledShare}`);
   assert.equal(items[0].podUid, setup.pods.spinner.uid);
+});
+
+scenario('metrics: /metrics has cAdvisor-named series with pod_uid for the throttled and the OOM-killed pods', async () => {
+  const { text } = await get200('/metrics');
+  const value = (name: string, podUid: string): number[] =>
+    text
+      .split('\n')
+      .filter((l) => l.startsWith(name + '{') && l.includes(`pod_uid="${podUid}"`))
+      .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)));
+  const throttled = value('container_cpu_cfs_throttled_periods_total', setup.pods.spinner.uid);
+  assert.ok(throttled.some((v) => v > 0), `container_cpu_cfs_throttled_periods_total for the spinner: ${JSON.stringify(throttled)}`);
+  const ooms = value('container_oom_events_total', setup.pods['oom-victim'].uid);
+  assert.ok(ooms.some((v) => v >= 1), `container_oom_events_total for oom-victim: ${JSON.stringify(ooms)}`);
+  assert.match(text, /^nodetruth_network_ready(\{[^}]*\})? 0$/m);
+  assert.match(text, /^nodetruth_runtime_ready(\{[^}]*\})? 1$/m);
 });
 
 scenario('journal: /v1/logs?query=containerd returns real journald entries', async () => {
