@@ -5,17 +5,21 @@
  * refused, 504: no answer in time). No route knowledge here.
  */
 import { existsSync } from 'node:fs';
-import {
-  ApiException,
-  AuthenticationV1Api,
-  AuthorizationV1Api,
-  CoreV1Api,
-  KubeConfig,
-  type V1Pod,
-  type V1SubjectAccessReview,
-  type V1TokenReview,
-} from '@kubernetes/client-node';
+import { createRequire } from 'node:module';
+import type * as Client from '@kubernetes/client-node';
+import type { KubeConfig, V1Pod, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
 import { Problem, timedOut, unavailable } from '../../errors.js';
+
+let clientModule: typeof Client | undefined;
+/**
+ * @kubernetes/client-node, loaded on first use: importing it costs ~0.5 s and
+ * ~75 MiB, and only /v1/node/drift and --auth kubernetes need it (issue 8:
+ * start-up time and idle RSS). Node 24 loads this ESM package with require().
+ */
+export function kubeClient(): typeof Client {
+  clientModule ??= createRequire(import.meta.url)('@kubernetes/client-node') as typeof Client;
+  return clientModule;
+}
 
 /** Where a pod's service account token is mounted (client-node's loadFromCluster reads it there). */
 export const SERVICEACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
@@ -45,7 +49,7 @@ export type KubeAccess = { ok: true; api: KubeApi; source: string } | { ok: fals
 
 export function loadKubeAccess(o: KubeAccessOptions): KubeAccess {
   const env = o.env ?? process.env;
-  const kc = new KubeConfig();
+  const kc = new (kubeClient().KubeConfig)();
   let source: string;
   try {
     if (o.kubeconfig) {
@@ -95,18 +99,19 @@ export interface AccessResult {
 }
 
 export class KubeApi {
-  private readonly core: CoreV1Api;
-  private readonly authn: AuthenticationV1Api;
-  private readonly authz: AuthorizationV1Api;
+  private readonly core: Client.CoreV1Api;
+  private readonly authn: Client.AuthenticationV1Api;
+  private readonly authz: Client.AuthorizationV1Api;
 
   constructor(
     kc: KubeConfig,
     readonly server: string,
     readonly timeoutMs: number,
   ) {
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.authn = kc.makeApiClient(AuthenticationV1Api);
-    this.authz = kc.makeApiClient(AuthorizationV1Api);
+    const k = kubeClient();
+    this.core = kc.makeApiClient(k.CoreV1Api);
+    this.authn = kc.makeApiClient(k.AuthenticationV1Api);
+    this.authz = kc.makeApiClient(k.AuthorizationV1Api);
   }
 
   /** Pods with spec.nodeName=<node>, all namespaces, following `continue` pages within one deadline. */
@@ -189,7 +194,7 @@ export class KubeApi {
 
   private toProblem(what: string, err: unknown, signal: AbortSignal, secret?: string): Problem {
     if (signal.aborted) return timedOut(`Kubernetes API server ${this.server} did not answer ${what} within ${this.timeoutMs} ms`);
-    if (err instanceof ApiException) {
+    if (err instanceof kubeClient().ApiException) {
       const code = err.code;
       const status = statusMessage(err.body);
       const detail = scrub(`${what}: ${code}${status ? ` ${status}` : ''}`, secret);
