@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureImage } from './image.js';
 import { NodeVm, projectRoot } from './vm.js';
-import { log, runOk, tailFile, waitFor } from './util.js';
+import { GiveUp, log, runOk, tailFile, waitFor } from './util.js';
 
 // ---- what the driver reports (guest/cri-driver.ts setup) -----------------------------
 interface PodOut {
@@ -110,7 +110,8 @@ before(
 
     // The agent starts first, so its (slow, TCG) module loading overlaps the driver's work.
     const t2 = Date.now();
-    log(await vm.sh(`sh /nodetruth/test/e2e/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s`, 60));
+    const extra = (process.env.NODETRUTH_E2E_AGENT_ARGS ?? '').split(/\s+/).filter(Boolean).map((a) => `'${a.replaceAll("'", '')}'`);
+    log(await vm.sh(`sh /nodetruth/test/e2e/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s ${extra.join(' ')}`, 60));
     const r = await vm.exec(
       'cd /nodetruth && NODE_COMPILE_CACHE=/share/node-compile-cache node_modules/node/bin/node test/e2e/guest/cri-driver.ts setup > /share/setup.json',
       400,
@@ -120,11 +121,23 @@ before(
     setup = JSON.parse(readFileSync(join(vm.shareDir, 'setup.json'), 'utf8')) as Setup;
     timings.criSetupMs = r.ms;
 
+    let lastCheck = Date.now();
     await waitFor('nodetruth /healthz through the relay', 300_000, async () => {
       vm!.assertAlive();
       const h = await get('/healthz', 5000).catch(() => undefined);
-      return h?.status === 200 ? true : undefined;
-    }, 1000);
+      if (h?.status === 200) return true;
+      if (Date.now() - lastCheck > 5000) {
+        lastCheck = Date.now();
+        // a crashed agent is gone at once (--collect): do not wait the full five minutes
+        const st = (await vm!.exec('systemctl show -p ActiveState --value nodetruth.service', 30)).out.trim();
+        if (st !== 'active' && st !== 'activating') {
+          throw new GiveUp(`nodetruth is ${st || 'gone'} in the guest`);
+        }
+      }
+      return undefined;
+    }, 1000).catch((err: unknown) => {
+      throw new Error(`${err instanceof Error ? err.message : String(err)}\nagent log tail:\n${tailFile(vm!.agentLog, 30)}`);
+    });
     timings.agentReadyMs = Date.now() - t2;
     log(`nodetruth answers at ${vm.baseUrl} (agent started ${(timings.agentReadyMs / 1000).toFixed(1)} s ago)`);
   },

@@ -95,9 +95,12 @@ export function tailFile(path: string, lines: number): string {
   return readFileSync(path, 'utf8').split('\n').slice(-lines).join('\n');
 }
 
+/** Thrown inside a waitFor() callback to stop waiting at once (a crashed VM or agent). */
+export class GiveUp extends Error {}
+
 /**
  * Polls `fn` until it returns a value other than undefined, or throws after `timeoutMs`
- * with `what` and the last error seen.
+ * with `what` and the last error seen. A GiveUp thrown by `fn` ends the wait at once.
  */
 export async function waitFor<T>(what: string, timeoutMs: number, fn: () => Promise<T | undefined> | T | undefined, intervalMs = 250): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -107,6 +110,7 @@ export async function waitFor<T>(what: string, timeoutMs: number, fn: () => Prom
       const v = await fn();
       if (v !== undefined) return v;
     } catch (err) {
+      if (err instanceof GiveUp) throw err;
       lastErr = err;
     }
     if (Date.now() >= deadline) {

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { GuestImage } from './image.js';
 import { cacheRoot } from './image.js';
-import { log, runOk, sleep, tailFile, waitFor } from './util.js';
+import { GiveUp, log, runOk, sleep, tailFile, waitFor } from './util.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const projectRoot = resolve(here, '..', '..');
@@ -130,7 +130,7 @@ export class NodeVm {
       this.assertAlive();
       const stage = readStage(this.shareDir);
       if (stage === 'ready') return true;
-      if (stage === 'containerd-timeout' || stage === 'images-failed') throw new Error(`guest boot failed at stage ${stage}`);
+      if (stage === 'containerd-timeout' || stage === 'images-failed') throw new GiveUp(`guest boot failed at stage ${stage}; control log tail:\n${tailFile(this.controlLog, 20)}`);
       return undefined;
     }, 500);
     this.bootMs = Date.now() - started;
@@ -139,7 +139,7 @@ export class NodeVm {
 
   assertAlive(): void {
     if (this.pid === undefined || !pidIsOurQemu(this.pid, this.runDir)) {
-      throw new Error(`qemu (pid ${this.pid}) is not running any more; serial log tail:\n${tailFile(this.serialLog, 30)}`);
+      throw new GiveUp(`qemu (pid ${this.pid}) is not running any more; serial log tail:\n${tailFile(this.serialLog, 30)}`);
     }
   }
 
