@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -71,20 +72,50 @@ export async function startFakeCriProcess(o: FakeScaleOptions): Promise<Proc & {
   return Object.assign(p, { endpoint: (JSON.parse(line) as { endpoint: string }).endpoint });
 }
 
+/** A free loopback port (bound and released; the agent takes it a moment later). */
+export async function freePort(): Promise<number> {
+  const srv = createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const port = (srv.address() as AddressInfo).port;
+  srv.close();
+  await once(srv, 'close');
+  return port;
+}
+
+/** Poll `url` until it answers 200; the milliseconds it took. */
+export async function waitFor200(url: string, p: Proc, timeoutMs = 60_000, everyMs = 5): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    try {
+      const res = await fetch(url);
+      await res.arrayBuffer();
+      if (res.status === 200) return performance.now() - started;
+    } catch {
+      /* not listening yet */
+    }
+    if (p.child.exitCode !== null || p.child.signalCode !== null) throw new Error(`agent exited early: ${p.stderr.join('\n')}`);
+    if (performance.now() - started > timeoutMs) throw new Error(`agent: ${url} not 200 within ${timeoutMs} ms: ${p.stderr.join('\n')}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
 /**
- * `nodetruth serve` as a child process on a free loopback port. `dist: true`
- * runs the built dist/cli.js (benchmarks, start-up); otherwise src/cli.ts via tsx.
+ * `nodetruth serve` as a child process on a free loopback port, ready when
+ * /healthz answers. `dist: true` runs the built dist/cli.js (benchmarks,
+ * start-up); otherwise src/cli.ts via tsx.
  */
 export async function startAgentProcess(flags: string[], o: { dist?: boolean; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {}): Promise<Proc & { url: string }> {
   const entry = o.dist ? [path.join(REPO, 'dist/cli.js')] : ['--import', 'tsx', path.join(REPO, 'src/cli.ts')];
-  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), ...entry, 'serve', '--listen', '127.0.0.1:0', ...flags], {
+  const port = await freePort();
+  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), ...entry, 'serve', '--listen', `127.0.0.1:${port}`, ...flags], {
     cwd: REPO,
     env: { ...process.env, ...o.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const p = track(child);
-  const line = await waitForLine(p, (l) => l.includes('Server listening at http://127.0.0.1:'), 60_000, 'agent');
-  const url = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line)![1]!;
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor200(`${url}/healthz`, p, 60_000, 20);
   return Object.assign(p, { url });
 }
 
