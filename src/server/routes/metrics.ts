@@ -1,21 +1,48 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { defaultInputs, type MetricsInputs } from '../../metrics/inputs.js';
-import { NodeMetrics } from '../../metrics/node-metrics.js';
+import type { NodeMetrics } from '../../metrics/node-metrics.js';
 import type { AppDeps } from '../deps.js';
 
-/** GET /metrics: Prometheus text format, read from the node at scrape time. */
+type CriObserver = (method: string, code: string, seconds: number) => void;
+/** CRI calls observed before the first scrape, replayed into the histograms then (bounded). */
+const MAX_EARLY_CALLS = 10_000;
+
+/**
+ * GET /metrics: Prometheus text format, read from the node at scrape time.
+ * The registry (and prom-client with it, ~60 ms of start-up) is built on the
+ * first scrape; CRI calls made before it are counted all the same.
+ */
 export const metricsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; inputs?: MetricsInputs }> = async (app, { deps, inputs }) => {
   const cri = deps.cri;
-  const metrics = new NodeMetrics(inputs ?? defaultInputs(deps), {
-    nodeName: deps.config.nodeName,
-    ...(cri ? { observeCri: (fn: (m: string, c: string, s: number) => void) => cri.onCall(fn) } : {}),
+  const early: Parameters<CriObserver>[] = [];
+  let forward: CriObserver | null = null;
+  cri?.onCall((method, code, seconds) => {
+    if (forward) forward(method, code, seconds);
+    else if (early.length < MAX_EARLY_CALLS) early.push([method, code, seconds]);
   });
+  let metrics: Promise<NodeMetrics> | null = null;
+  const load = () =>
+    (metrics ??= import('../../metrics/node-metrics.js').then(
+      ({ NodeMetrics }) =>
+        new NodeMetrics(inputs ?? defaultInputs(deps), {
+          nodeName: deps.config.nodeName,
+          ...(cri
+            ? {
+                observeCri: (fn: CriObserver) => {
+                  for (const c of early.splice(0)) fn(...c);
+                  forward = fn;
+                },
+              }
+            : {}),
+        }),
+    ));
   app.get(
     '/metrics',
     { schema: { summary: 'Prometheus metrics: cAdvisor-compatible per pod and container cgroup, plus nodetruth_* for the runtime, CRI calls, node and kernel' } },
     async (_req, reply) => {
-      const text = await metrics.metrics();
-      return reply.type(metrics.contentType).send(text);
+      const m = await load();
+      const text = await m.metrics();
+      return reply.type(m.contentType).send(text);
     },
   );
 };
