@@ -97,8 +97,22 @@ interface Series {
   rec: CgroupRecord;
 }
 
-/** cgroups → label sets, capped. */
+/**
+ * seriesOf for one scrape's records: every per-cgroup family asks for the same
+ * label sets, so they are built (and the paths sorted) once per scrape, not
+ * once per family (13 times 1,450 cgroups on a 1,000-container node).
+ */
+const seriesMemo = new WeakMap<CgroupRecord[], { index: RuntimeIndex | null; max: number; out: { series: Series[]; dropped: number } }>();
 function seriesOf(records: CgroupRecord[], index: RuntimeIndex | null, max: number): { series: Series[]; dropped: number } {
+  const hit = seriesMemo.get(records);
+  if (hit && hit.index === index && hit.max === max) return hit.out;
+  const out = buildSeries(records, index, max);
+  seriesMemo.set(records, { index, max, out });
+  return out;
+}
+
+/** cgroups → label sets, capped. */
+function buildSeries(records: CgroupRecord[], index: RuntimeIndex | null, max: number): { series: Series[]; dropped: number } {
   const pods = records.filter((r) => r.kind === 'pod');
   const containers = records.filter((r) => r.kind === 'container').sort((a, b) => a.path.localeCompare(b.path));
   const kept = [...pods, ...containers].slice(0, max);
