@@ -466,7 +466,7 @@ const memoryRule: Rule = {
           { source: 'cgroup', path: `${CG}${r.path}/memory.max`, excerpt: String(max) },
           { source: 'cgroup', path: `${CG}${r.path}/memory.stat`, excerpt: `inactive_file ${r.memory.inactiveFile}` },
         ],
-        hint: 'Raise the memory limit or find what grows (GET /v1/containers/<id>/processes lists RSS per process).',
+        hint: `Raise the memory limit or find what grows: GET /v1/containers/${short(r.containerId!)}/processes lists RSS per process.`,
         subject,
       });
     }
@@ -533,7 +533,7 @@ const nodeRule: Rule = {
           { source: 'proc', path: '/proc/loadavg', excerpt: `${h.pids.threads} threads` },
           { source: 'proc', path: '/proc/sys/kernel/pid_max', excerpt: String(h.pids.pidMax) },
         ],
-        hint: 'Find the pod that forks without bound (GET /v1/cgroups?sort=... shows pids.current per cgroup) and set pod PID limits (kubelet --pod-max-pids).',
+        hint: 'Find the pod that forks without bound (GET /v1/cgroups lists pids.current per cgroup) and set pod PID limits (kubelet --pod-max-pids).',
       });
     }
     const avail = h.memory.availableBytes;
