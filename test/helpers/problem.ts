@@ -2,7 +2,7 @@ import { isProblem } from '../../src/errors.js';
 
 /** Assert that a promise rejects with a Problem of this status (and message pattern). */
 export async function rejectsStatus(
-  t: { ok: (v: unknown, m?: string) => unknown },
+  t: { ok: (v: unknown, m: string) => unknown },
   p: Promise<unknown> | (() => unknown),
   status: number,
   msg?: RegExp,
