@@ -43,7 +43,7 @@ export function ensureBuilt(): void {
   };
   if (!existsSync(cli) || newest(path.join(REPO, 'src')) > 0) {
     process.stderr.write('building dist/ (npm run build)\n');
-    execFileSync('npm', ['run', 'build'], { cwd: REPO, stdio: 'inherit' });
+    execFileSync('npm', ['run', 'build'], { cwd: REPO, stdio: ['ignore', 2, 2] }); // stdout is the JSON report
   }
 }
 
