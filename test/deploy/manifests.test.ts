@@ -15,7 +15,7 @@ import t, { type Test } from 'tap';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { loadConfig } from '../../src/config.js';
 import { kubectlArgs, parseAttachArgs, REMOTE_PORT } from '../../src/launcher/attach.js';
-import { OPEN_ROUTES } from '../../src/server/plugins/auth.js';
+import { OPEN_ROUTES, ROUTE_RESOURCES } from '../../src/server/plugins/auth.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -119,7 +119,7 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
     'core is the same bundle without the ServiceMonitor',
   );
   const kinds = docs.map((d) => d.kind).sort();
-  t.same(kinds, ['ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'DaemonSet', 'Namespace', 'Secret', 'Service', 'ServiceAccount', 'ServiceAccount', 'ServiceMonitor']);
+  t.same(kinds, ['ClusterRole', 'ClusterRole', 'ClusterRole', 'ClusterRoleBinding', 'ClusterRoleBinding', 'DaemonSet', 'Namespace', 'Secret', 'Service', 'ServiceAccount', 'ServiceAccount', 'ServiceMonitor']);
   for (const o of docs) checkObject(t, o);
   const one = (kind: string, name?: string) => {
     const found = docs.filter((d) => d.kind === kind && (!name || d.metadata.name === name));
@@ -154,11 +154,13 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   t.ok(grants(agentRole, 'authorization.k8s.io', 'subjectaccessreviews', 'create'), 'agent: subjectaccessreviews create');
   for (const r of agentRole.rules) t.notOk(r.verbs.some((v: string) => ['update', 'patch', 'delete', 'deletecollection'].includes(v) || (v === 'create' && !/reviews$/.test(r.resources[0]))), 'agent: nothing that writes');
 
-  // The scraper may pass the check --auth kubernetes makes (get <auth-resource> of the node)
-  const { config } = loadConfig([], { NODE_NAME: 'node-1' });
-  const [res, sub] = config.authResource.split('/');
+  // The scraper may pass the check --auth kubernetes makes for /metrics, and no more
+  const metricsResource = ROUTE_RESOURCES.get('/metrics')!;
   const scraperBinding = one('ClusterRoleBinding', 'nodetruth-scraper');
-  t.ok(grants(roles.get(scraperBinding.roleRef.name)!, '', sub ? `${res}/${sub}` : res!, 'get'), `scraper: get ${config.authResource}`);
+  const scraperRole = roles.get(scraperBinding.roleRef.name)!;
+  t.ok(grants(scraperRole, '', metricsResource, 'get'), `scraper: get ${metricsResource}`);
+  const { config } = loadConfig([], { NODE_NAME: 'node-1' });
+  t.notOk(grants(scraperRole, '', config.authResource, 'get'), `scraper: not ${config.authResource}`);
   const secret = one('Secret');
   t.equal(secret.type, 'kubernetes.io/service-account-token');
   t.equal(secret.metadata.annotations['kubernetes.io/service-account.name'], 'nodetruth-scraper');

@@ -17,10 +17,17 @@ const kubeconfig = fake.writeKubeconfig(dir);
 const ALICE = 'eyJhbGciOiJSUzI1NiJ9.alice-secret-token.sig';
 const BOB = 'eyJhbGciOiJSUzI1NiJ9.bob-secret-token.sig';
 const FORGED = 'eyJhbGciOiJSUzI1NiJ9.forged-token.sig';
+const SCRAPER = 'eyJhbGciOiJSUzI1NiJ9.scraper-secret-token.sig';
 fake.tokens.set(ALICE, { username: 'alice@example.com', groups: ['oncall', 'system:authenticated'], audiences: ['nodetruth', 'https://kubernetes.default.svc'] });
 fake.tokens.set(BOB, { username: 'bob@example.com', groups: ['system:authenticated'], audiences: ['nodetruth'] });
+fake.tokens.set(SCRAPER, { username: 'system:serviceaccount:monitoring:prometheus', groups: ['system:serviceaccounts'], audiences: ['nodetruth'] });
 fake.authorize = (r) => {
   const a = r.resourceAttributes;
+  // kube-prometheus grants Prometheus get nodes/metrics, not nodes/proxy
+  if (r.user === 'system:serviceaccount:monitoring:prometheus') {
+    const metrics = a.verb === 'get' && a.resource === 'nodes' && a.subresource === 'metrics' && a.name === 'node-a';
+    return metrics ? { allowed: true, reason: 'RBAC: allowed by ClusterRole "prometheus-k8s"' } : { allowed: false };
+  }
   const ok = r.groups.includes('oncall') && a.verb === 'get' && a.resource === 'nodes' && a.subresource === 'proxy' && a.name === 'node-a';
   return ok ? { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "oncall-node-proxy" of ClusterRole "node-proxy" to Group "oncall"' } : { allowed: false };
 };
@@ -159,4 +166,16 @@ t.test('auth on without cluster access: 503 with the reason', async (t) => {
   t.equal(r.statusCode, 503);
   t.match(r.json().detail, /--auth kubernetes needs the Kubernetes API server: kubeconfig .*missing does not exist/);
   t.equal((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+});
+
+t.test('/metrics asks for nodes/metrics, as kubelet does: a Prometheus token scrapes it and nothing else', async (t) => {
+  const m = await get('/metrics', SCRAPER);
+  t.equal(m.statusCode, 200);
+  t.match(m.body, /^# HELP /m);
+  const sar = fake.requests.filter((r) => r.url.startsWith('/apis/authorization.k8s.io')).at(-1);
+  t.same((sar?.body as { spec: { resourceAttributes: unknown } } | undefined)?.spec.resourceAttributes, { verb: 'get', resource: 'nodes', subresource: 'metrics', name: 'node-a' });
+  const other = await get('/v1/runtime', SCRAPER);
+  t.equal(other.statusCode, 403);
+  t.match(other.json().detail, /cannot get nodes\/proxy of node "node-a"/);
+  t.equal((await get('/metrics', ALICE)).statusCode, 403, 'nodes/proxy alone does not grant nodes/metrics');
 });

@@ -4,15 +4,16 @@
  *
  *   bearer token ─ TokenReview (audiences from --auth-audiences) ─ 401 if not authenticated
  *                ─ SubjectAccessReview: get <--auth-resource> (default nodes/proxy) of --node-name ─ 403 if not allowed
+ *                  (GET /metrics asks for nodes/metrics instead, as kubelet does for its own
+ *                  /metrics: a scraper needs no more than Prometheus already has on kubelet)
  *
- * Decisions are cached by the SHA-256 of the token (never the token itself):
+ * Decisions are cached by the SHA-256 of the token (never the token itself) and the resource:
  * allowed for 60 s, refused for 10 s; failures to reach the API server are not
  * cached and answer 503/504. The token is never logged: the audit line carries
  * only the user the TokenReview names.
  *
  * Open without a token: GET /healthz only (liveness probes cannot send one).
- * Everything else, /readyz, /metrics and /openapi.json included, needs the
- * permission.
+ * Everything else, /readyz and /openapi.json included, needs the permission.
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -23,6 +24,9 @@ import type { AppDeps } from '../deps.js';
 
 /** Routes answered without a token, by route pattern. */
 export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);
+
+/** Routes checked against another resource than --auth-resource, by route pattern. */
+export const ROUTE_RESOURCES: ReadonlyMap<string, string> = new Map([['/metrics', 'nodes/metrics']]);
 
 export const AUTH_CACHE = {
   allowTtlMs: 60_000,
@@ -54,6 +58,7 @@ export function accessCheck(resource: string, nodeName: string): AccessCheck {
 export class AuthDecider {
   private readonly cache = new Map<string, Entry>();
   private readonly flights = new SingleFlight();
+  /** The check for every route not named in ROUTE_RESOURCES. */
   readonly check: AccessCheck;
 
   constructor(
@@ -63,17 +68,23 @@ export class AuthDecider {
     this.check = accessCheck(deps.config.authResource, deps.config.nodeName);
   }
 
+  /** The access a route needs. */
+  checkFor(route: string | undefined): AccessCheck {
+    const resource = route === undefined ? undefined : ROUTE_RESOURCES.get(route);
+    return resource ? accessCheck(resource, this.deps.config.nodeName) : this.check;
+  }
+
   get size(): number {
     return this.cache.size;
   }
 
-  async decide(token: string): Promise<Decision> {
-    const key = createHash('sha256').update(token).digest('hex');
+  async decide(token: string, check: AccessCheck = this.check): Promise<Decision> {
+    const key = `${createHash('sha256').update(token).digest('hex')} ${check.resource}/${check.subresource}`;
     const hit = this.cache.get(key);
     if (hit && hit.expires > this.now()) return hit.decision;
     if (hit) this.cache.delete(key);
     return this.flights.do(key, async () => {
-      const decision = await this.review(token);
+      const decision = await this.review(token, check);
       this.remember(key, decision);
       return decision;
     });
@@ -89,19 +100,19 @@ export class AuthDecider {
   }
 
   /** Ask the API server. Throws (uncached) when it cannot be asked. */
-  private async review(token: string): Promise<Decision> {
+  private async review(token: string, check: AccessCheck): Promise<Decision> {
     const access = this.deps.kube();
     if (!access.ok) throw new Problem(503, 'Source unavailable', `--auth kubernetes needs the Kubernetes API server: ${access.reason}`);
     const tr = await access.api.tokenReview(token, this.deps.config.authAudiences);
     if (!tr.authenticated) return { ok: false, status: 401, detail: `token not authenticated: ${tr.error}`, user: null, groups: [] };
-    const sar = await access.api.subjectAccessReview(tr.user, this.check);
+    const sar = await access.api.subjectAccessReview(tr.user, check);
     const { username, groups } = tr.user;
     if (!sar.allowed) {
-      const what = `${this.check.resource}${this.check.subresource ? `/${this.check.subresource}` : ''}`;
+      const what = `${check.resource}${check.subresource ? `/${check.subresource}` : ''}`;
       return {
         ok: false,
         status: 403,
-        detail: `user ${JSON.stringify(username)} cannot ${this.check.verb} ${what} of node ${JSON.stringify(this.check.name)}${sar.reason ? `: ${sar.reason}` : ''}`,
+        detail: `user ${JSON.stringify(username)} cannot ${check.verb} ${what} of node ${JSON.stringify(check.name)}${sar.reason ? `: ${sar.reason}` : ''}`,
         user: username,
         groups,
       };
@@ -131,7 +142,7 @@ export function installAuth(app: FastifyInstance, deps: AppDeps, decider = new A
       reply.header('www-authenticate', 'Bearer realm="nodetruth"');
       throw unauthorized('a bearer token is required (Authorization: Bearer <token>); see --auth kubernetes in the README');
     }
-    const d = await decider.decide(token);
+    const d = await decider.decide(token, decider.checkFor(req.routeOptions.url));
     if (d.ok) {
       req.identity = { user: d.user, groups: d.groups };
       return;
