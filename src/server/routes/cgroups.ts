@@ -7,6 +7,7 @@ import { walkKubepods } from '../../sources/cgroup/cgroups.js';
 import { runtimeIndex } from '../../sources/cgroup/names.js';
 import { measureThrottling, type ThrottlingEntry } from '../../sources/cgroup/throttling.js';
 import { matchCgroupId, readRecords, requireV2, sortRecords } from '../../sources/cgroup/view.js';
+import { SingleFlight } from '../../util/concurrency.js';
 import type { AppDeps } from '../deps.js';
 import { k8sNamespace, podUid, query } from '../schemas.js';
 import { humanSize, shortId } from '../table.js';
@@ -85,6 +86,7 @@ function throttlingTable(b: { items: NamedThrottling[] }) {
 
 export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   const fs = deps.hostFs;
+  const listFlights = new SingleFlight();
 
   app.get(
     '/v1/cgroups',
@@ -103,21 +105,24 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       config: { table: (b: { items: CgroupRecord[] }) => cgroupsTable(b.items) },
     },
     async (req) => {
-      const q = req.query;
-      const mode = await requireV2(fs);
-      const [found, join] = await Promise.all([
-        walkKubepods(fs, q.podUid === undefined ? {} : { podUid: q.podUid }),
-        runtimeIndex(deps.cri, namesDeadline(deps)),
-      ]);
-      if (q.namespace !== undefined && !join.joined) throw unavailable(`namespace filter needs the runtime: ${join.detail}`);
-      let items = await readRecords(fs, q.kind ? found.filter((c) => c.kind === q.kind) : found, join.index);
-      if (q.namespace !== undefined) items = items.filter((r) => r.podNamespace === q.namespace);
-      return {
-        cgroupVersion: mode.version,
-        drivers: mode.drivers,
-        runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail },
-        items: sortRecords(items, q.sort),
-      };
+      const { format: _format, ...q } = req.query;
+      // concurrent identical requests share one walk and read (DESIGN.md); nothing is kept after
+      return listFlights.do(JSON.stringify(q), async () => {
+        const mode = await requireV2(fs);
+        const [found, join] = await Promise.all([
+          walkKubepods(fs, q.podUid === undefined ? {} : { podUid: q.podUid }),
+          runtimeIndex(deps.cri, namesDeadline(deps)),
+        ]);
+        if (q.namespace !== undefined && !join.joined) throw unavailable(`namespace filter needs the runtime: ${join.detail}`);
+        let items = await readRecords(fs, q.kind ? found.filter((c) => c.kind === q.kind) : found, join.index);
+        if (q.namespace !== undefined) items = items.filter((r) => r.podNamespace === q.namespace);
+        return {
+          cgroupVersion: mode.version,
+          drivers: mode.drivers,
+          runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail },
+          items: sortRecords(items, q.sort),
+        };
+      });
     },
   );
 
