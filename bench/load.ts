@@ -1,6 +1,7 @@
 /**
  * Load on the FAKE 1,000-container node (issue 8): autocannon on loopback, 50
- * connections, 60 s, a mix of routes, against the agent as a real process
+ * connections, 60 s, a weighted random mix of routes (NODETRUTH_LOAD_MIX=uniform: all
+ * equal), against the agent as a real process
  * (`node dist/cli.js serve`) with the FAKE CRI runtime in another process.
  * Pass: zero errors (connection errors, timeouts, non-2xx), RSS growth < 20%
  * from the start of the run to its end. Records throughput, latency
@@ -21,27 +22,43 @@ const running = node.host.node.containers.filter((c) => c.state === 'CONTAINER_R
 const c = (i: number) => running[(i * 37) % running.length]!.id;
 const pod = (i: number) => node.host.node.pods[(i * 13) % node.host.node.pods.length]!;
 
-/** What an on-call session and a Prometheus scrape do, weighted toward the cheap reads. */
-const paths = [
-  '/healthz',
-  '/v1/containers',
-  `/v1/containers/${c(1)}`,
-  '/v1/pods',
-  `/v1/pods/${pod(2).id.slice(0, 12)}`,
-  `/v1/cgroups?podUid=${pod(3).uid}`,
-  `/v1/cgroups/${c(4)}`,
-  '/v1/node',
-  `/v1/containers/${c(5)}/logs?tailLines=20`,
-  `/v1/containers/${c(6)}/processes`,
-  '/v1/kernel?tailLines=50',
-  '/v1/oom',
-  '/v1/logs?query=kubelet&tailLines=20',
-  '/v1/images',
-  '/readyz',
-  '/v1/containers?namespace=ns-3&format=text',
-  '/metrics',
-  '/v1/cgroups',
+/**
+ * What on-call sessions and scrapes ask, with weights: cheap reads often, the
+ * full-node answers (/metrics, every cgroup) less. Each request picks its route
+ * at random (seeded), so the 50 connections do not march through the list in
+ * lockstep (50 identical full-node requests at once). `uniform` weighs every
+ * route the same (a stress mix).
+ */
+const weighted: [string, number][] = [
+  ['/healthz', 2],
+  ['/v1/containers', 3],
+  [`/v1/containers/${c(1)}`, 3],
+  ['/v1/pods', 2],
+  [`/v1/pods/${pod(2).id.slice(0, 12)}`, 2],
+  [`/v1/cgroups?podUid=${pod(3).uid}`, 3],
+  [`/v1/cgroups/${c(4)}`, 3],
+  ['/v1/node', 2],
+  [`/v1/containers/${c(5)}/logs?tailLines=20`, 3],
+  [`/v1/containers/${c(6)}/processes`, 2],
+  ['/v1/kernel?tailLines=50', 2],
+  ['/v1/oom', 1],
+  ['/v1/logs?query=kubelet&tailLines=20', 2],
+  ['/v1/images', 1],
+  ['/readyz', 1],
+  ['/v1/containers?namespace=ns-3&format=text', 2],
+  ['/metrics', 1],
+  ['/v1/cgroups', 1],
 ];
+const mix = process.env.NODETRUTH_LOAD_MIX === 'uniform' ? 'uniform' : 'weighted';
+const paths = weighted.map(([p]) => p);
+const bag = weighted.flatMap(([p, w]) => Array.from({ length: mix === 'uniform' ? 1 : w }, () => p));
+let seed = 0x9e3779b9;
+const pick = () => {
+  seed ^= seed << 13;
+  seed ^= seed >>> 17;
+  seed ^= seed << 5;
+  return bag[(seed >>> 0) % bag.length]!;
+};
 
 try {
   // every path answers before the clock starts
@@ -62,13 +79,20 @@ try {
     connections,
     duration: seconds,
     timeout: 10,
-    requests: paths.map((path) => ({
-      method: 'GET' as const,
-      path,
-      onResponse: (status: number, body: string) => {
-        if (status >= 300) failed.set(`${status} ${path.split('?')[0]} ${body.slice(0, 160)}`, (failed.get(`${status} ${path.split('?')[0]} ${body.slice(0, 160)}`) ?? 0) + 1);
+    requests: [
+      {
+        method: 'GET' as const,
+        setupRequest: (req: autocannon.Request, context: object) => {
+          const path = pick();
+          (context as { path?: string }).path = path;
+          return { ...req, path };
+        },
+        onResponse: (status: number, body: string, context: object) => {
+          const key = `${status} ${String((context as { path?: string }).path).split('?')[0]} ${body.slice(0, 160)}`;
+          if (status >= 300) failed.set(key, (failed.get(key) ?? 0) + 1);
+        },
       },
-    })),
+    ],
   });
   clearInterval(sampler);
   const endRss = rssBytes(pid);
@@ -85,11 +109,12 @@ try {
   const start = samples.find((s) => s.t >= 5000) ?? samples[0]!;
   const growth = (endRss - start.rss) / start.rss;
   const errors = result.errors + result.timeouts + result.non2xx;
-  report('load', `${nodeArgs.length ? `NODETRUTH_BENCH_NODE_ARGS='${nodeArgs.join(' ')}' ` : ''}npx tsx bench/load.ts ${seconds} ${connections}`, {
+  report('load', `${mix === 'uniform' ? 'NODETRUTH_LOAD_MIX=uniform ' : ''}${nodeArgs.length ? `NODETRUTH_BENCH_NODE_ARGS='${nodeArgs.join(' ')}' ` : ''}npx tsx bench/load.ts ${seconds} ${connections}`, {
     containers: node.host.node.containers.length,
     seconds,
     connections,
     routes: paths.length,
+    mix: mix === 'uniform' ? 'uniform: every route equally often' : Object.fromEntries(weighted),
     requests: result.requests.total,
     throughputReqPerSec: { mean: result.requests.average, p50: result.requests.p50 },
     latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
