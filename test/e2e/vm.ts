@@ -2,8 +2,8 @@
 // runs commands in it through the 9p share, and always cleans up: qemu is stopped by the
 // PID from its own pidfile, never by name.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync, statSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { GuestImage } from './image.js';
@@ -61,6 +61,8 @@ export class NodeVm {
   hostPort = 0;
   private pid: number | undefined;
   private seq = 0;
+  /** set when a command outlived its timeout: the guest stopped answering, send no more */
+  private stuck: string | undefined;
   bootMs = 0;
 
   constructor(readonly image: GuestImage) {
@@ -91,9 +93,6 @@ export class NodeVm {
     checkQemu();
     pruneRuns();
     mkdirSync(join(this.shareDir, 'cmd'), { recursive: true });
-    // V8's compile cache of the guest's Node, kept between runs: TCG compiles JS slowly.
-    const cc = join(cacheRoot(), 'node-compile-cache');
-    if (existsSync(cc)) cpSync(cc, join(this.shareDir, 'node-compile-cache'), { recursive: true });
     const overlay = join(this.runDir, 'overlay.qcow2');
     await runOk('qemu-img', ['create', '-q', '-f', 'qcow2', '-F', 'raw', '-b', this.image.rootfs, overlay], { timeoutMs: 30_000 });
     this.hostPort = await freePort();
@@ -106,7 +105,8 @@ export class NodeVm {
       '-m', '2048',
       '-kernel', this.image.kernel,
       '-initrd', this.image.initrd,
-      '-append', 'console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0',
+      // sysrq_always_enabled: a stuck guest can be asked for its blocked tasks (stuckDump)
+      '-append', 'console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0 sysrq_always_enabled',
       '-drive', `file=${overlay},if=virtio,format=qcow2`,
       '-netdev', `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${this.hostPort}-:${GUEST_RELAY_PORT}`,
       '-device', 'virtio-net-pci,netdev=net0',
@@ -115,6 +115,8 @@ export class NodeVm {
       '-nodefaults',
       '-display', 'none',
       '-serial', `file:${this.serialLog}`,
+      // for a person looking at a stuck guest: socat - UNIX-CONNECT:<run dir>/monitor.sock
+      '-monitor', `unix:${join(this.runDir, 'monitor.sock')},server=on,wait=off`,
       '-no-reboot',
       '-daemonize',
       '-pidfile', this.pidFile,
@@ -149,16 +151,24 @@ export class NodeVm {
    * not answer at all.
    */
   async exec(script: string, timeoutSec = 60): Promise<ExecResult> {
+    if (this.stuck) throw new GiveUp(`not sending more commands: ${this.stuck}`);
     const id = `${String(++this.seq).padStart(4, '0')}`;
     const cmdDir = join(this.shareDir, 'cmd');
     const started = Date.now();
     writeFileSync(join(cmdDir, `${id}.tmp`), script);
     renameSync(join(cmdDir, `${id}.tmp`), join(cmdDir, `${id}.${timeoutSec}.sh`));
     const rcFile = join(cmdDir, `${id}.rc`);
-    const rc = await waitFor(`guest command ${id} (${script.split('\n')[0]?.slice(0, 60)})`, (timeoutSec + 20) * 1000, () => {
+    const what = `guest command ${id} (${script.split('\n')[0]?.slice(0, 60)})`;
+    const rc = await waitFor(what, (timeoutSec + 20) * 1000, () => {
       this.assertAlive();
       return existsSync(rcFile) ? Number(readFileSync(rcFile, 'utf8').trim()) : undefined;
-    }, 100);
+    }, 100).catch(async (err: unknown) => {
+      if (err instanceof GiveUp) throw err;
+      // The guest's own `timeout` should have ended it 20 s ago: the guest is stuck.
+      this.stuck = `${what} got no answer within ${timeoutSec + 20} s`;
+      await this.stuckDump();
+      throw new GiveUp(`${this.stuck}; the guest's blocked tasks and CPU backtraces were requested into ${this.serialLog}`);
+    });
     const outFile = join(cmdDir, `${id}.out`);
     const out = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '';
     return { rc, out, ms: Date.now() - started };
@@ -169,6 +179,39 @@ export class NodeVm {
     const r = await this.exec(script, timeoutSec);
     if (r.rc !== 0) throw new Error(`guest command exited ${r.rc}: ${script.split('\n')[0]}\n${r.out.split('\n').slice(-30).join('\n')}`);
     return r.out;
+  }
+
+  /**
+   * Asks a stuck guest, through the qemu monitor, for SysRq-w (blocked tasks) and SysRq-l
+   * (backtraces of all CPUs) on its console, and records the monitor's view of the vCPUs.
+   */
+  async stuckDump(): Promise<void> {
+    const sock = join(this.runDir, 'monitor.sock');
+    const out = join(this.runDir, 'monitor.txt');
+    const commands = ['info status', 'info cpus', 'sendkey alt-sysrq-w', 'sendkey alt-sysrq-l'];
+    try {
+      const text = await new Promise<string>((res, rej) => {
+        let got = '';
+        const c = createConnection(sock);
+        const timer = setTimeout(() => c.destroy(), 5000);
+        c.setEncoding('utf8');
+        c.on('data', (d: string) => (got += d));
+        c.on('connect', () => c.write(commands.join('\n') + '\n'));
+        c.on('error', (e) => {
+          clearTimeout(timer);
+          rej(e);
+        });
+        c.on('close', () => {
+          clearTimeout(timer);
+          res(got);
+        });
+      });
+      writeFileSync(out, text);
+      await sleep(3000);
+      log(`stuck guest: monitor output in ${out}, SysRq dumps at the end of ${this.serialLog}`);
+    } catch (err) {
+      log(`could not reach the qemu monitor: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
 
   /** Stops qemu by the PID from its pidfile: SIGTERM, then SIGKILL after 10 s. */
@@ -192,23 +235,6 @@ export class NodeVm {
     }
     rmSync(join(this.runDir, 'overlay.qcow2'), { force: true });
     log(`qemu pid ${pid} stopped`);
-  }
-
-  /** Keeps the guest's Node compile cache (written by processes that exited) for the next run. */
-  saveCompileCache(): void {
-    const from = join(this.shareDir, 'node-compile-cache');
-    if (!existsSync(from)) return;
-    const to = join(cacheRoot(), 'node-compile-cache');
-    const tmp = `${to}.tmp-${process.pid}`;
-    try {
-      rmSync(tmp, { recursive: true, force: true });
-      cpSync(from, tmp, { recursive: true });
-      rmSync(to, { recursive: true, force: true });
-      renameSync(tmp, to);
-    } catch (err) {
-      log(`could not keep the compile cache: ${err instanceof Error ? err.message : String(err)}`);
-      rmSync(tmp, { recursive: true, force: true });
-    }
   }
 
   /** Synchronous last resort for process exit handlers. */

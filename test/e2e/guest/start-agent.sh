@@ -7,7 +7,6 @@ NODE=/nodetruth/node_modules/node/bin/node
 [ -f /nodetruth/dist/cli.js ] || { echo "no /nodetruth/dist/cli.js: run npm run build on the host"; exit 1; }
 systemctl reset-failed nodetruth.service 2>/dev/null || true
 systemd-run --unit=nodetruth --collect --working-directory=/nodetruth \
-  --setenv=NODE_COMPILE_CACHE=/share/node-compile-cache \
   -p StandardOutput=append:/share/agent.log -p StandardError=append:/share/agent.log \
   "$NODE" dist/cli.js serve --listen 127.0.0.1:7070 --host-root / \
   --cri-endpoint unix:///run/containerd/containerd.sock "$@"
