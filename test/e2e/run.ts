@@ -89,73 +89,86 @@ const short = (s: string) => s.slice(0, 12);
 // ---- the node: build, boot, run the agent and the pods -------------------------------
 before(
   async () => {
-    const t0 = Date.now();
-    if (process.env.NODETRUTH_E2E_SKIP_BUILD !== '1') {
-      log('building nodetruth (tsc -p tsconfig.build.json)');
-      await runOk(process.execPath, [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: projectRoot, timeoutMs: 300_000 });
+    try {
+      await bringUpNode();
+    } catch (err) {
+      failed = true;
+      throw err;
     }
-    assert.ok(existsSync(join(projectRoot, 'dist', 'cli.js')), 'dist/cli.js is missing after the build');
-    assert.ok(existsSync(join(projectRoot, 'node_modules', 'node', 'bin', 'node')), 'node_modules/node/bin/node (Node 24 for the guest) is missing: run npm ci');
-    timings.projectBuildMs = Date.now() - t0;
-
-    const t1 = Date.now();
-    const image = await ensureImage();
-    timings.imageMs = Date.now() - t1;
-    if (image.buildMs) timings.imageBuildMs = image.buildMs;
-
-    vm = new NodeVm(image);
-    installExitHandlers(vm);
-    await vm.boot();
-    timings.bootMs = vm.bootMs;
-
-    // The agent starts first, so its (slow, TCG) module loading overlaps the driver's work.
-    const t2 = Date.now();
-    const extra = (process.env.NODETRUTH_E2E_AGENT_ARGS ?? '').split(/\s+/).filter(Boolean).map((a) => `'${a.replaceAll("'", '')}'`);
-    log(await vm.sh(`sh /nodetruth/test/e2e/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s ${extra.join(' ')}`, 60));
-    const r = await vm.exec(
-      'cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts setup > /share/setup.json',
-      400,
-    );
-    log(`cri-driver setup: exit ${r.rc} in ${(r.ms / 1000).toFixed(1)} s\n${r.out.trim()}`);
-    assert.equal(r.rc, 0, `the CRI driver failed in the guest:\n${r.out}`);
-    setup = JSON.parse(readFileSync(join(vm.shareDir, 'setup.json'), 'utf8')) as Setup;
-    timings.criSetupMs = r.ms;
-
-    let lastCheck = Date.now();
-    await waitFor('nodetruth /healthz through the relay', 300_000, async () => {
-      vm!.assertAlive();
-      const h = await get('/healthz', 5000).catch(() => undefined);
-      if (h?.status === 200) return true;
-      if (Date.now() - lastCheck > 5000) {
-        lastCheck = Date.now();
-        // a crashed agent is gone at once (--collect): do not wait the full five minutes
-        const st = (await vm!.exec('systemctl show -p ActiveState --value nodetruth.service', 30)).out.trim();
-        if (st !== 'active' && st !== 'activating') {
-          throw new GiveUp(`nodetruth is ${st || 'gone'} in the guest`);
-        }
-      }
-      return undefined;
-    }, 1000).catch((err: unknown) => {
-      throw new Error(`${err instanceof Error ? err.message : String(err)}\nagent log tail:\n${tailFile(vm!.agentLog, 30)}`);
-    });
-    // Ready means the runtime answers too: on a starved TCG guest the agent's first CRI
-    // calls can outlive the 2 s deadline while containerd is still busy with the driver.
-    let early504 = 0;
-    await waitFor('nodetruth /v1/runtime to answer 200', 120_000, async () => {
-      const r = await get('/v1/runtime', 30_000);
-      if (r.status === 200) return true;
-      early504++;
-      return undefined;
-    }, 1000);
-    if (early504) log(`/v1/runtime answered ${early504} time(s) with a non-200 status before 200`);
-    timings.agentReadyMs = Date.now() - t2;
-    log(`nodetruth answers at ${vm.baseUrl} (agent started ${(timings.agentReadyMs / 1000).toFixed(1)} s ago)`);
+    readyAt = Date.now();
   },
   { timeout: 20 * 60_000 },
 );
 
+let readyAt = 0;
+
+async function bringUpNode(): Promise<void> {
+  const t0 = Date.now();
+  if (process.env.NODETRUTH_E2E_SKIP_BUILD !== '1') {
+    log('building nodetruth (tsc -p tsconfig.build.json)');
+    await runOk(process.execPath, [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: projectRoot, timeoutMs: 300_000 });
+  }
+  assert.ok(existsSync(join(projectRoot, 'dist', 'cli.js')), 'dist/cli.js is missing after the build');
+  assert.ok(existsSync(join(projectRoot, 'node_modules', 'node', 'bin', 'node')), 'node_modules/node/bin/node (Node 24 for the guest) is missing: run npm ci');
+  timings.projectBuildMs = Date.now() - t0;
+
+  const t1 = Date.now();
+  const image = await ensureImage();
+  timings.imageMs = Date.now() - t1;
+  if (image.buildMs) timings.imageBuildMs = image.buildMs;
+
+  vm = new NodeVm(image);
+  installExitHandlers(vm);
+  await vm.boot();
+  timings.bootMs = vm.bootMs;
+
+  // The agent starts first, so its (slow, TCG) module loading overlaps the driver's work.
+  const t2 = Date.now();
+  const extra = (process.env.NODETRUTH_E2E_AGENT_ARGS ?? '').split(/\s+/).filter(Boolean).map((a) => `'${a.replaceAll("'", '')}'`);
+  log(await vm.sh(`sh /nodetruth/test/e2e/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s ${extra.join(' ')}`, 60));
+  const r = await vm.exec(
+    'cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts setup > /share/setup.json',
+    400,
+  );
+  log(`cri-driver setup: exit ${r.rc} in ${(r.ms / 1000).toFixed(1)} s\n${r.out.trim()}`);
+  assert.equal(r.rc, 0, `the CRI driver failed in the guest:\n${r.out}`);
+  setup = JSON.parse(readFileSync(join(vm.shareDir, 'setup.json'), 'utf8')) as Setup;
+  timings.criSetupMs = r.ms;
+
+  let lastCheck = Date.now();
+  await waitFor('nodetruth /healthz through the relay', 300_000, async () => {
+    vm!.assertAlive();
+    const h = await get('/healthz', 5000).catch(() => undefined);
+    if (h?.status === 200) return true;
+    if (Date.now() - lastCheck > 5000) {
+      lastCheck = Date.now();
+      // a crashed agent is gone at once (--collect): do not wait the full five minutes
+      const st = (await vm!.exec('systemctl show -p ActiveState --value nodetruth.service', 30)).out.trim();
+      if (st !== 'active' && st !== 'activating') {
+        throw new GiveUp(`nodetruth is ${st || 'gone'} in the guest`);
+      }
+    }
+    return undefined;
+  }, 1000).catch((err: unknown) => {
+    throw new Error(`${err instanceof Error ? err.message : String(err)}\nagent log tail:\n${tailFile(vm!.agentLog, 30)}`);
+  });
+  // Ready means the runtime answers too: on a starved TCG guest the agent's first CRI
+  // calls can outlive the 2 s deadline while containerd is still busy with the driver.
+  let early504 = 0;
+  await waitFor('nodetruth /v1/runtime to answer 200', 120_000, async () => {
+    const r = await get('/v1/runtime', 30_000);
+    if (r.status === 200) return true;
+    early504++;
+    return undefined;
+  }, 1000);
+  if (early504) log(`/v1/runtime answered ${early504} time(s) with a non-200 status before 200`);
+  timings.agentReadyMs = Date.now() - t2;
+  log(`nodetruth answers at ${vm.baseUrl} (agent started ${(timings.agentReadyMs / 1000).toFixed(1)} s ago)`);
+}
+
 after(async () => {
   if (!vm) return;
+  if (readyAt) timings.scenariosMs = Date.now() - readyAt;
   try {
     // Normally the shutdown scenario stopped it already.
     await vm.exec('timeout 20 systemctl stop nodetruth.service || systemctl kill -s KILL nodetruth.service', 40).catch(() => undefined);
