@@ -27,8 +27,11 @@ export interface MetricsInputs {
   /** null: no CRI socket configured (no runtime series, no error) */
   runtimeStatus(): Promise<RuntimeStatus | null>;
   runtimeLists(): Promise<RuntimeLists | null>;
-  /** every kubepods cgroup, named from `index` when the runtime answered */
-  cgroups(index: RuntimeIndex | null): Promise<CgroupRecord[]>;
+  /**
+   * every kubepods cgroup, named from `index` when the runtime answered; the index
+   * comes as a promise so the tree can be walked while the runtime lists
+   */
+  cgroups(index: Promise<RuntimeIndex | null>): Promise<CgroupRecord[]>;
   pids(): Promise<PidUse>;
   disks(): Promise<DiskUse[]>;
   kubelet(): Promise<KubeletHealth>;
@@ -72,9 +75,9 @@ export function defaultInputs(deps: AppDeps): MetricsInputs {
       const [containers, sandboxes] = await Promise.all([deps.cri.listContainers(), deps.cri.listPodSandboxes()]);
       return { containers, sandboxes };
     },
-    cgroups: async (index) => {
-      await requireV2(deps.hostFs);
-      return readRecords(deps.hostFs, await walkKubepods(deps.hostFs), index, METRIC_CGROUP_FILES);
+    cgroups: async (indexPromise) => {
+      const [, found, index] = await Promise.all([requireV2(deps.hostFs), walkKubepods(deps.hostFs), indexPromise]);
+      return readRecords(deps.hostFs, found, index, METRIC_CGROUP_FILES);
     },
     pids: () => pidUse(deps.hostFs),
     disks: () => Promise.all(NODE_DISKS.map((p) => diskUse(deps.hostFs, p))),

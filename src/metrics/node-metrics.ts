@@ -81,7 +81,7 @@ class Scrape {
   status = () => this.read<RuntimeStatus | null>('status', 'runtime', () => this.inputs.runtimeStatus());
   lists = () => this.read<RuntimeLists | null>('lists', 'runtime', () => this.inputs.runtimeLists());
   index = () => this.read<RuntimeIndex | null>('index', 'runtime', async () => indexFrom(await this.lists()));
-  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', async () => this.inputs.cgroups(await this.index()));
+  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', () => this.inputs.cgroups(this.index()));
   pids = () => this.read('pids', 'node', () => this.inputs.pids());
   disks = () => this.read('disks', 'node', () => this.inputs.disks());
   kubelet = () => this.read('kubelet', 'kubelet', () => this.inputs.kubelet());
