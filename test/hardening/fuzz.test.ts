@@ -128,6 +128,14 @@ function scanLogs(): void {
   agent.logs.length = 0;
 }
 
+// one plain request to each route first: what loads on first use (client-node for drift,
+// prom-client for /metrics) is start-up cost, not the answer to a hostile input
+for (const op of ops) {
+  const url = op.path.replace('{id}', op.path.startsWith('/v1/pods/') ? podIds[0]! : ids[0]!);
+  await agent.app.inject({ method: 'GET', url: op.path === '/v1/throttling' || op.path === '/v1/triage' ? `${url}?window=1s` : url });
+}
+agent.logs.length = 0;
+
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 let rssBefore = 0;
