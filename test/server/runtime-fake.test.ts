@@ -171,6 +171,16 @@ t.test('an exited container\'s status is fetched once; a running one again after
   t.equal((fake.calls.ContainerStatus ?? 0) - b2, 1, 'only the running container is asked again');
 });
 
+t.test('an id route asks only for the statuses it shows, not the whole node\'s', async (t) => {
+  await new Promise((r) => setTimeout(r, 1100)); // let live statuses expire
+  const before = fake.calls.ContainerStatus ?? 0;
+  t.equal((await get('/v1/containers/deadbeef/logs?tailLines=1')).statusCode !== 500, true);
+  const sidecar = await get('/v1/containers/deadbeef');
+  t.equal(sidecar.statusCode, 200);
+  t.same(sidecar.json().restarts.map((r: { attempt: number }) => r.attempt), [0]);
+  t.ok((fake.calls.ContainerStatus ?? 0) - before <= 3, `${(fake.calls.ContainerStatus ?? 0) - before} ContainerStatus calls for two requests about one exited container`);
+});
+
 t.test('concurrent identical requests share one computation', async (t) => {
   const before = fake.calls.ListContainers ?? 0;
   const all = await Promise.all(Array.from({ length: 10 }, () => get('/v1/containers')));

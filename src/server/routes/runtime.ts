@@ -89,10 +89,10 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
       const pod = await runtime.resolvePod(req.params.id);
       const [detail, containers, cgroups] = await Promise.all([
         runtime.cri.podSandboxStatus(pod.id, true),
-        runtime.containers(),
+        runtime.containersOf(pod.id),
         podCgroups(deps.hostFs, pod.uid),
       ]);
-      return { ...detail, containers: containers.filter((c) => c.podId === pod.id), cgroups };
+      return { ...detail, containers, cgroups };
     },
   );
 
@@ -136,8 +136,7 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
     async (req) => {
       const runtime = requireRuntime(deps);
       const row = await runtime.resolveContainer(req.params.id);
-      const status = await runtime.cri.containerStatus(row.id, true);
-      const all = await runtime.containers();
+      const [status, attempts] = await Promise.all([runtime.cri.containerStatus(row.id, true), runtime.attemptsOf(row)]);
       const info = (status.info.info ?? {}) as { pid?: number; runtimeSpec?: { linux?: { cgroupsPath?: string } } };
       return {
         ...status,
@@ -147,10 +146,7 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
         podUid: row.podUid,
         pid: typeof info.pid === 'number' && info.pid > 0 ? info.pid : null,
         cgroupsPath: info.runtimeSpec?.linux?.cgroupsPath ?? null,
-        restarts: all
-          .filter((c) => c.podId === row.podId && c.name === row.name)
-          .sort((a, b) => a.attempt - b.attempt)
-          .map((c) => ({ id: c.id, attempt: c.attempt, state: c.state, exitCode: c.exitCode, reason: c.reason, startedAt: c.startedAt, finishedAt: c.finishedAt })),
+        restarts: attempts.map((c) => ({ id: c.id, attempt: c.attempt, state: c.state, exitCode: c.exitCode, reason: c.reason, startedAt: c.startedAt, finishedAt: c.finishedAt })),
       };
     },
   );

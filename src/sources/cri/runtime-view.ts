@@ -38,14 +38,13 @@ export class RuntimeView {
 
   constructor(readonly cri: CriClient) {}
 
+  /** Every container with its status: one ContainerStatus per container not in the cache. */
   containers(): Promise<ContainerRow[]> {
     return this.flights.do('containers', async () => {
-      const [containers, pods] = await Promise.all([this.cri.listContainers(), this.cri.listPodSandboxes()]);
-      const podsById = new Map(pods.map((p) => [p.id, p]));
+      const { containers, podsById } = await this.listed();
       const listed = new Set(containers.map((c) => c.id));
       for (const id of this.statusCache.keys()) if (!listed.has(id)) this.statusCache.delete(id);
-      const statuses = await mapLimit(containers, STATUS_CONCURRENCY, (c) => this.cachedStatus(c));
-      return containers.map((c, i) => toRow(c, podsById.get(c.podId), statuses[i] ?? null));
+      return this.withStatus(containers, podsById);
     });
   }
 
@@ -53,12 +52,40 @@ export class RuntimeView {
     return this.flights.do('pods', () => this.cri.listPodSandboxes());
   }
 
+  /** Resolving a prefix needs only the lists; the status is fetched for the one container found. */
   async resolveContainer(prefix: string): Promise<ContainerRow> {
-    return resolvePrefix(await this.containers(), prefix, 'container');
+    const { containers, podsById } = await this.listed();
+    const found = resolvePrefix(containers, prefix, 'container');
+    return (await this.withStatus([found], podsById))[0]!;
+  }
+
+  /** Every attempt of a container (same pod, same name), oldest first, with statuses. */
+  async attemptsOf(row: Pick<Container, 'podId' | 'name'>): Promise<ContainerRow[]> {
+    const { containers, podsById } = await this.listed();
+    const same = containers.filter((c) => c.podId === row.podId && c.name === row.name).sort((a, b) => a.attempt - b.attempt);
+    return this.withStatus(same, podsById);
+  }
+
+  /** The containers of one pod sandbox, with statuses. */
+  async containersOf(podId: string): Promise<ContainerRow[]> {
+    const { containers, podsById } = await this.listed();
+    return this.withStatus(containers.filter((c) => c.podId === podId), podsById);
   }
 
   async resolvePod(prefix: string): Promise<PodSandbox> {
     return resolvePrefix(await this.pods(), prefix, 'pod sandbox');
+  }
+
+  private listed(): Promise<{ containers: Container[]; podsById: Map<string, PodSandbox> }> {
+    return this.flights.do('listed', async () => {
+      const [containers, pods] = await Promise.all([this.cri.listContainers(), this.cri.listPodSandboxes()]);
+      return { containers, podsById: new Map(pods.map((p) => [p.id, p])) };
+    });
+  }
+
+  private async withStatus(containers: Container[], podsById: Map<string, PodSandbox>): Promise<ContainerRow[]> {
+    const statuses = await mapLimit(containers, STATUS_CONCURRENCY, (c) => this.cachedStatus(c));
+    return containers.map((c, i) => toRow(c, podsById.get(c.podId), statuses[i] ?? null));
   }
 
   private async cachedStatus(c: Container): Promise<ContainerStatus | null> {
