@@ -58,18 +58,26 @@ export interface FakeNodeAgent {
 export async function fakeNodeAgent(o: { pods?: number; perPod?: number; journal?: boolean; agentFlags?: string[]; nodeArgs?: string[] } = {}): Promise<FakeNodeAgent> {
   ensureBuilt();
   const host = await makeFakeScaleHost({ pods: o.pods ?? 250, perPod: o.perPod ?? 4, journal: o.journal ?? true });
-  const cri = await startFakeCriProcess(host.options);
-  const agent = await startAgentProcess(
-    ['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--log-level', 'warn', ...(o.agentFlags ?? [])],
-    { dist: true, nodeArgs: o.nodeArgs ?? [] },
-  );
+  let cri: (Proc & { endpoint: string }) | undefined;
+  let agent: (Proc & { url: string }) | undefined;
+  try {
+    cri = await startFakeCriProcess(host.options);
+    agent = await startAgentProcess(
+      ['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--log-level', 'warn', ...(o.agentFlags ?? [])],
+      { dist: true, nodeArgs: o.nodeArgs ?? [] },
+    );
+  } catch (err) {
+    await cri?.stop();
+    host.cleanup();
+    throw err;
+  }
+  const started = { cri, agent };
   return {
     host,
-    cri,
-    agent,
+    ...started,
     async stop() {
-      await agent.stop();
-      await cri.stop();
+      await started.agent.stop();
+      await started.cri.stop();
       host.cleanup();
     },
   };

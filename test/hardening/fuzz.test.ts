@@ -42,14 +42,21 @@ t.comment(`fuzz seed ${SEED} (NODETRUTH_FUZZ_SEED=${SEED} reproduces), ${RUNS} r
 
 // small: the fuzz is about input handling, the scale figures are bench/'s
 const host = await makeFakeScaleHost({ pods: 8, perPod: 2, journal: true, logLines: 20 });
+const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; kube?: FakeKubeApiServer; agent?: Awaited<ReturnType<typeof testApp>> } = {};
+t.teardown(async () => {
+  await started.agent?.close();
+  await started.cri?.stop();
+  await started.kube?.stop();
+  host.cleanup();
+});
 // the FAKE runtime in its own process, as a real one is: a busy agent must not slow its answers
-const cri = await startFakeCriProcess(host.options);
-const kube = await new FakeKubeApiServer().start();
+const cri = (started.cri = await startFakeCriProcess(host.options));
+const kube = (started.kube = await new FakeKubeApiServer().start());
 kube.pods = host.node.pods.map((p) =>
   apiPod({ name: p.name, namespace: p.namespace, uid: p.uid, nodeName: 'fake-node', annotations: p.annotations ?? {}, containers: [{ name: 'c0', state: 'running' }] }),
 );
 const kubeconfig = kube.writeKubeconfig(host.base);
-const agent = await testApp([
+const agent = (started.agent = await testApp([
   '--host-root', host.root,
   '--cri-endpoint', cri.endpoint,
   '--kmsg-path', host.kmsg,
@@ -57,13 +64,7 @@ const agent = await testApp([
   '--node-name', 'fake-node',
   '--kubelet-healthz', 'http://127.0.0.1:1/healthz',
   '--max-follows', '256',
-]);
-t.teardown(async () => {
-  await agent.close();
-  await cri.stop();
-  await kube.stop();
-  host.cleanup();
-});
+]));
 
 const doc = (await agent.app.inject('/openapi.json')).json() as Parameters<typeof operations>[0];
 const ops = operations(doc);

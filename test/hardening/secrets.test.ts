@@ -15,15 +15,22 @@ import { startAgentProcess, startFakeCriProcess } from '../helpers/agent-process
 import { apiPod, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 
 const host = await makeFakeScaleHost({ pods: 6, perPod: 2, journal: true, logLines: 10 });
-const cri = await startFakeCriProcess(host.options);
-const kube = await new FakeKubeApiServer().start();
+const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; agent?: Awaited<ReturnType<typeof startAgentProcess>>; kube?: FakeKubeApiServer } = {};
+t.teardown(async () => {
+  await started.agent?.stop();
+  await started.cri?.stop();
+  await started.kube?.stop();
+  host.cleanup();
+});
+const cri = (started.cri = await startFakeCriProcess(host.options));
+const kube = (started.kube = await new FakeKubeApiServer().start());
 const token = `nt-${randomBytes(24).toString('base64url')}`;
 kube.tokens.set(token, { username: 'oncall@example.com', groups: ['system:authenticated'] });
 kube.authorize = () => ({ allowed: true });
 kube.pods = host.node.pods.map((p) =>
   apiPod({ name: p.name, namespace: p.namespace, uid: p.uid, nodeName: 'fake-node', annotations: p.annotations ?? {}, containers: [{ name: 'c0', state: 'running' }] }),
 );
-const agent = await startAgentProcess([
+const agent = (started.agent = await startAgentProcess([
   '--host-root', host.root,
   '--cri-endpoint', cri.endpoint,
   '--kmsg-path', host.kmsg,
@@ -32,13 +39,7 @@ const agent = await startAgentProcess([
   '--node-name', 'fake-node',
   '--kubelet-healthz', 'http://127.0.0.1:1/healthz',
   '--log-level', 'debug',
-]);
-t.teardown(async () => {
-  await agent.stop();
-  await cri.stop();
-  await kube.stop();
-  host.cleanup();
-});
+]));
 
 const auth = { authorization: `Bearer ${token}` };
 const get = (path: string, headers: Record<string, string> = {}) => fetch(`${agent.url}${path}`, { headers: { ...auth, ...headers } });

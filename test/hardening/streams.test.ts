@@ -15,13 +15,14 @@ const TOTAL = Number(process.env.NODETRUTH_STREAMS ?? 1000);
 const CONCURRENCY = 8;
 
 const host = await makeFakeScaleHost({ pods: 10, perPod: 2, journal: true, logLines: 20 });
-const cri = await startFakeCriProcess(host.options);
-const agent = await startAgentProcess(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--max-follows', '64']);
+const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; agent?: Awaited<ReturnType<typeof startAgentProcess>> } = {};
 t.teardown(async () => {
-  await agent.stop();
-  await cri.stop();
+  await started.agent?.stop();
+  await started.cri?.stop();
   host.cleanup();
 });
+const cri = (started.cri = await startFakeCriProcess(host.options));
+const agent = (started.agent = await startAgentProcess(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--max-follows', '64']));
 
 const doc = (await (await fetch(`${agent.url}/openapi.json`)).json()) as { paths: Record<string, { get?: { parameters?: { name: string }[] } }> };
 const running = host.node.containers.find((c) => c.state === 'CONTAINER_RUNNING')!;

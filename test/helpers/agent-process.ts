@@ -68,7 +68,13 @@ export async function startFakeCriProcess(o: FakeScaleOptions): Promise<Proc & {
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   const p = track(child);
-  const line = await waitForLine(p, (l) => l.startsWith('{"endpoint"'), 60_000, 'fake CRI');
+  let line: string;
+  try {
+    line = await waitForLine(p, (l) => l.startsWith('{"endpoint"'), 60_000, 'fake CRI');
+  } catch (err) {
+    await p.stop('SIGKILL');
+    throw err;
+  }
   return Object.assign(p, { endpoint: (JSON.parse(line) as { endpoint: string }).endpoint });
 }
 
@@ -115,7 +121,12 @@ export async function startAgentProcess(flags: string[], o: { dist?: boolean; en
   });
   const p = track(child);
   const url = `http://127.0.0.1:${port}`;
-  await waitFor200(`${url}/healthz`, p, 60_000, 20);
+  try {
+    await waitFor200(`${url}/healthz`, p, 60_000, 20);
+  } catch (err) {
+    await p.stop('SIGKILL'); // never leave an agent behind when it did not come up
+    throw err;
+  }
   return Object.assign(p, { url });
 }
 
