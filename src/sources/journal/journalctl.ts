@@ -143,8 +143,11 @@ export class JournalSource {
     try {
       for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
         if (truncated) continue; // drain until exit
-        for (const e of parser.push(chunk)) records.push(toJournalRecord(e));
-        if (parser.bytes > this.maxBytes) stop('bytes');
+        // Parse no byte past the bound, so the answer stays bounded whatever the pipe's chunk size.
+        const room = Math.max(0, this.maxBytes - parser.bytes);
+        const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+        for (const e of parser.push(part)) records.push(toJournalRecord(e));
+        if (part.length < chunk.length) stop('bytes');
       }
       const code = await exited(child);
       const err = stderr();
