@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { loadKubeClient } from '../sources/kube/api.js';
 import { VERSION } from '../version.js';
 import type { AppDeps } from './deps.js';
 import { installAuditLog } from './plugins/audit.js';
@@ -53,6 +54,7 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   installProblemHandlers(app);
   installAuditLog(app);
   installTextFormat(app);
+  if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
 
   await app.register(healthRoutes, { deps });

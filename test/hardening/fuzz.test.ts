@@ -131,9 +131,25 @@ function scanLogs(): void {
 
 // one plain request to each route first: what loads on first use (client-node for drift,
 // prom-client for /metrics) is start-up cost, not the answer to a hostile input
+/** An answer that never comes is reported with its URL instead of hanging the file until tap's timeout. */
+const HANG_MS = 60_000;
+function noHang<T>(p: Promise<T>, url: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const hang = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${HANG_MS} ms: ${short(url)}`)), HANG_MS);
+  });
+  return Promise.race([p, hang]).finally(() => clearTimeout(timer));
+}
 for (const op of ops) {
   const url = op.path.replace('{id}', op.path.startsWith('/v1/pods/') ? podIds[0]! : ids[0]!);
-  await agent.app.inject({ method: 'GET', url: op.path === '/v1/throttling' || op.path === '/v1/triage' ? `${url}?window=1s` : url });
+  const full = op.path === '/v1/throttling' || op.path === '/v1/triage' ? `${url}?window=1s` : url;
+  const t0 = performance.now();
+  try {
+    const res = await noHang(agent.app.inject({ method: 'GET', url: full }), full);
+    t.comment(`warm-up ${full}: ${res.statusCode} in ${Math.round(performance.now() - t0)} ms`);
+  } catch (err) {
+    failures.push({ url: full, why: (err as Error).message });
+  }
 }
 agent.logs.length = 0;
 
@@ -149,7 +165,7 @@ async function runInject(reqs: FuzzRequest[]): Promise<void> {
     const t0 = performance.now();
     let res;
     try {
-      res = await agent.app.inject({ method: 'GET', url: req.url, headers: { ...req.headers, authorization: 'Bearer fuzz-token-not-to-be-logged' } });
+      res = await noHang(agent.app.inject({ method: 'GET', url: req.url, headers: { ...req.headers, authorization: 'Bearer fuzz-token-not-to-be-logged' } }), req.url);
     } catch (err) {
       failures.push({ url: short(req.url), why: `inject threw: ${(err as Error).message}` });
       return;

@@ -4,6 +4,7 @@ import { compareDrift, toApiPod, type DriftReport } from '../../sources/kube/dri
 import { requireRuntime, type AppDeps } from '../deps.js';
 import { query } from '../schemas.js';
 import { shortId, stateWord } from '../table.js';
+import { loadKubeClient } from '../../sources/kube/api.js';
 
 function driftTable(b: DriftReport) {
   const rows: (string | number | null)[][] = [
@@ -32,6 +33,7 @@ export const driftRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app,
       config: { table: driftTable },
     },
     async () => {
+      await loadKubeClient();
       const access = deps.kube();
       if (!access.ok) throw unavailable(`no view of the API server: ${access.reason}`);
       const runtime = requireRuntime(deps);

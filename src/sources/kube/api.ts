@@ -17,8 +17,16 @@ let clientModule: typeof Client | undefined;
  * start-up time and idle RSS). Node 24 loads this ESM package with require().
  */
 export function kubeClient(): typeof Client {
+  // The sync fallback; callers on a request path await loadKubeClient() first, because a
+  // synchronous require() of an ESM graph can stall behind asynchronous loader hooks
+  // (seen once under the test runner's TypeScript hooks).
   clientModule ??= createRequire(import.meta.url)('@kubernetes/client-node') as typeof Client;
   return clientModule;
+}
+
+/** Load @kubernetes/client-node through the asynchronous loader (idempotent). */
+export async function loadKubeClient(): Promise<void> {
+  clientModule ??= (await import('@kubernetes/client-node')) as typeof Client;
 }
 
 /** Where a pod's service account token is mounted (client-node's loadFromCluster reads it there). */

@@ -3,8 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { loadKubeAccess, type KubeApi } from '../../../src/sources/kube/api.js';
+import { loadKubeAccess, loadKubeClient, type KubeApi } from '../../../src/sources/kube/api.js';
 import { AGENT_TOKEN, apiPod, FakeKubeApiServer } from '../../helpers/fake-kube-apiserver.js';
+
+await loadKubeClient();
 
 const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-kube-'));
 const fake = await new FakeKubeApiServer().start();
