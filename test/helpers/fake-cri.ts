@@ -69,6 +69,8 @@ export class FakeCriServer {
   private readonly server = new grpc.Server();
   /** Milliseconds every call waits before answering; set to exceed a deadline. */
   delayMs = 0;
+  /** Container ids whose ContainerStatus fails with INTERNAL (one bad item in a list). */
+  readonly failStatus = new Set<string>();
 
   constructor(node: FakeNode) {
     this.node = node;
@@ -162,6 +164,9 @@ export class FakeCriServer {
           })),
       }),
       ContainerStatus: (req) => {
+        if (this.failStatus.has(req.containerId)) {
+          throw Object.assign(new Error('status failed'), { code: grpc.status.INTERNAL, details: `failed to get status of ${req.containerId}: shim: ttrpc: closed` });
+        }
         const c = node.containers.find((x) => x.id === req.containerId);
         if (!c) throw notFound(`container "${req.containerId}"`);
         return { status: containerStatusWire(c), info: req.verbose ? { info: JSON.stringify(verboseInfo(c)) } : {} };

@@ -285,3 +285,22 @@ t.test('failure modes without a runtime', async (t) => {
     t.equal((await a.app.inject('/healthz')).statusCode, 200);
   });
 });
+
+t.test('one container whose ContainerStatus fails is listed without status fields, named in warnings', async (t) => {
+  const running = 'c0ffee03' + 'a'.repeat(56);
+  fake.failStatus.add(running);
+  t.teardown(() => fake.failStatus.delete(running));
+  // a running container's status is cached for 1 s; let that pass so the failing call is made
+  await new Promise((r) => setTimeout(r, 1100));
+  const res = await get('/v1/containers');
+  t.equal(res.statusCode, 200, 'the list stands');
+  const body = res.json() as { items: Array<Record<string, unknown>>; warnings: string[] };
+  t.equal(body.items.length, 5, 'every container is listed');
+  t.match(body.items.find((c) => c.id === running), { state: 'CONTAINER_RUNNING', exitCode: null, startedAt: null, statusError: /INTERNAL: failed to get status of c0ffee03a+: shim: ttrpc: closed/ });
+  t.match(body.items.find((c) => c.name === 'sidecar'), { exitCode: 137, statusError: null }, 'the others keep their status');
+  t.equal(body.warnings.length, 1);
+  t.match(body.warnings[0], /^container c0ffee03aaaaa: ContainerStatus failed, listed without status fields: /);
+  const pod = await get('/v1/pods/aaaa');
+  t.equal(pod.statusCode, 200);
+  t.equal(pod.json().warnings.length, 1);
+});

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ContainerState, Image, ImageFsInfo, PodSandbox, RuntimeStatus, SandboxState } from '../../model/runtime.js';
 import { walkKubepods } from '../../sources/cgroup/cgroups.js';
 import { readRecords, requireV2 } from '../../sources/cgroup/view.js';
-import type { ContainerRow } from '../../sources/cri/runtime-view.js';
+import { statusWarnings, type ContainerRow } from '../../sources/cri/runtime-view.js';
 import type { HostFs } from '../../sources/hostfs/hostfs.js';
 import { requireRuntime, type AppDeps } from '../deps.js';
 import { idParams, k8sName, k8sNamespace, labelSelector, query } from '../schemas.js';
@@ -92,7 +92,7 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
         runtime.containersOf(pod.id),
         podCgroups(deps.hostFs, pod.uid),
       ]);
-      return { ...detail, containers, cgroups };
+      return { ...detail, containers, cgroups, warnings: statusWarnings(containers) };
     },
   );
 
@@ -120,7 +120,7 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
         .filter((c) => (!q.name || c.name.includes(q.name)) && (!q.namespace || c.podNamespace === q.namespace))
         .filter((c) => (!q.podName || c.podName === q.podName) && matchesLabels(c.labels, q.label))
         .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
-      return { items };
+      return { items, warnings: statusWarnings(items) };
     },
   );
 

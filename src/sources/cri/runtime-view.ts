@@ -4,6 +4,11 @@ import { mapLimit, SingleFlight } from '../../util/concurrency.js';
 import type { CriClient } from './client.js';
 import { resolvePrefix } from './ids.js';
 
+/** The per-row status failures of a list, as the `warnings` of an answer. */
+export function statusWarnings(rows: readonly ContainerRow[]): string[] {
+  return rows.filter((r) => r.statusError !== null).map((r) => `container ${r.id.slice(0, 13)}: ContainerStatus failed, listed without status fields: ${r.statusError}`);
+}
+
 /** A container as `crictl ps -a` lists it, plus what only ContainerStatus knows. */
 export interface ContainerRow extends Container {
   podName: string;
@@ -13,6 +18,8 @@ export interface ContainerRow extends Container {
   reason: string | null;
   startedAt: string | null;
   finishedAt: string | null;
+  /** why ContainerStatus could not be read for this one container (the row keeps its list fields) */
+  statusError: string | null;
 }
 
 /** Parallel ContainerStatus calls; enough to hide latency, few enough not to crowd a busy runtime. */
@@ -85,26 +92,30 @@ export class RuntimeView {
 
   private async withStatus(containers: Container[], podsById: Map<string, PodSandbox>): Promise<ContainerRow[]> {
     const statuses = await mapLimit(containers, STATUS_CONCURRENCY, (c) => this.cachedStatus(c));
-    return containers.map((c, i) => toRow(c, podsById.get(c.podId), statuses[i] ?? null));
+    return containers.map((c, i) => toRow(c, podsById.get(c.podId), statuses[i]!));
   }
 
-  private async cachedStatus(c: Container): Promise<ContainerStatus | null> {
+  private async cachedStatus(c: Container): Promise<{ status: ContainerStatus | null; error: string | null }> {
     const hit = this.statusCache.get(c.id);
     const now = Date.now();
-    if (hit && hit.state === c.state && (c.state === 'CONTAINER_EXITED' || now - hit.at < LIVE_STATUS_TTL_MS)) return hit.status;
+    if (hit && hit.state === c.state && (c.state === 'CONTAINER_EXITED' || now - hit.at < LIVE_STATUS_TTL_MS)) return { status: hit.status, error: null };
     try {
       const status = await this.cri.containerStatus(c.id, false);
       this.statusCache.set(c.id, { state: c.state, at: now, status });
-      return status;
+      return { status, error: null };
     } catch (err) {
       // Removed between the list and the status call: list it without status fields.
-      if (isProblem(err) && err.status === 404) return null;
-      throw err;
+      if (isProblem(err) && err.status === 404) return { status: null, error: null };
+      // The runtime as a whole is down or wedged: that is the answer, not a per-row detail.
+      if (isProblem(err) && (err.status === 503 || err.status === 504)) throw err;
+      // One container's status failed (a runtime error for it, a message we could not map):
+      // the row stands on its list fields and says why the rest is missing.
+      return { status: null, error: (err as Error).message };
     }
   }
 }
 
-function toRow(c: Container, pod: PodSandbox | undefined, s: ContainerStatus | null): ContainerRow {
+function toRow(c: Container, pod: PodSandbox | undefined, { status: s, error }: { status: ContainerStatus | null; error: string | null }): ContainerRow {
   return {
     ...c,
     podName: pod?.name ?? c.labels['io.kubernetes.pod.name'] ?? '',
@@ -114,5 +125,6 @@ function toRow(c: Container, pod: PodSandbox | undefined, s: ContainerStatus | n
     reason: s ? s.reason : null,
     startedAt: s?.startedAt ?? null,
     finishedAt: s?.finishedAt ?? null,
+    statusError: error,
   };
 }
