@@ -29,6 +29,9 @@ export async function loadKubeClient(): Promise<void> {
   clientModule ??= (await import('@kubernetes/client-node')) as typeof Client;
 }
 
+/** Whether @kubernetes/client-node has been loaded in this process (tests of the no-access path). */
+export const kubeClientLoaded = (): boolean => clientModule !== undefined;
+
 /** Where a pod's service account token is mounted (client-node's loadFromCluster reads it there). */
 export const SERVICEACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
@@ -55,23 +58,42 @@ export interface KubeAccessOptions {
  */
 export type KubeAccess = { ok: true; api: KubeApi; source: string } | { ok: false; reason: string };
 
-export function loadKubeAccess(o: KubeAccessOptions): KubeAccess {
+/**
+ * Whether there is any cluster access to load, from the file system and the
+ * environment alone: it never touches @kubernetes/client-node, whose first load
+ * took 62–86 s in the node VM (issue 11, finding 13), so a node without access
+ * answers its 503 at once.
+ */
+export function precheckKubeAccess(o: KubeAccessOptions): { ok: true; kind: 'kubeconfig' | 'in-cluster' } | { ok: false; reason: string } {
   const env = o.env ?? process.env;
+  if (o.kubeconfig) {
+    return existsSync(o.kubeconfig) ? { ok: true, kind: 'kubeconfig' } : { ok: false, reason: `kubeconfig ${o.kubeconfig} does not exist` };
+  }
+  if (!env.KUBERNETES_SERVICE_HOST || !env.KUBERNETES_SERVICE_PORT) {
+    return {
+      ok: false,
+      reason: 'no cluster access: not running in a pod with a service account token (KUBERNETES_SERVICE_HOST unset) and no --kubeconfig or $KUBECONFIG given',
+    };
+  }
+  const tokenPath = o.tokenPath ?? SERVICEACCOUNT_TOKEN;
+  if (!existsSync(tokenPath)) {
+    return { ok: false, reason: `no cluster access: KUBERNETES_SERVICE_HOST is set but there is no service account token at ${tokenPath} (automountServiceAccountToken off?) and no --kubeconfig or $KUBECONFIG given` };
+  }
+  return { ok: true, kind: 'in-cluster' };
+}
+
+export function loadKubeAccess(o: KubeAccessOptions): KubeAccess {
+  const pre = precheckKubeAccess(o);
+  if (!pre.ok) return pre;
   const kc = new (kubeClient().KubeConfig)();
   let source: string;
   try {
-    if (o.kubeconfig) {
-      if (!existsSync(o.kubeconfig)) return { ok: false, reason: `kubeconfig ${o.kubeconfig} does not exist` };
-      kc.loadFromFile(o.kubeconfig);
+    if (pre.kind === 'kubeconfig') {
+      kc.loadFromFile(o.kubeconfig!);
       source = `kubeconfig ${o.kubeconfig} (context ${kc.getCurrentContext() || 'none'})`;
-    } else if (env.KUBERNETES_SERVICE_HOST && env.KUBERNETES_SERVICE_PORT && existsSync(o.tokenPath ?? SERVICEACCOUNT_TOKEN)) {
+    } else {
       kc.loadFromCluster();
       source = 'in-cluster service account';
-    } else {
-      return {
-        ok: false,
-        reason: 'no cluster access: not running in a pod with a service account token (KUBERNETES_SERVICE_HOST unset) and no --kubeconfig or $KUBECONFIG given',
-      };
     }
   } catch (err) {
     return { ok: false, reason: `cannot load cluster credentials: ${(err as Error).message}` };
