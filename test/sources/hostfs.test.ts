@@ -111,7 +111,8 @@ t.test('readlink reads the link itself (ns links, dangling targets)', async (t) 
 
 t.test('root "/" reads the real filesystem', async (t) => {
   const real = new HostFs('/');
-  t.equal(await real.resolve('/proc/self/../self/stat'), '/proc/self/stat');
+  // '/' resolves links too (securejoin-style, as any other root): /proc/self is a link to our pid
+  t.equal(await real.resolve('/proc/self/../self/stat'), `/proc/${process.pid}/stat`);
   t.match(await real.readFile(`/proc/${process.pid}/stat`), new RegExp(`^${process.pid} \\(`));
 });
 
@@ -131,4 +132,27 @@ t.test('readFilesInSync: batch reads in a resolved dir, O_NOFOLLOW, missing as n
   for (const bad of ['', '..', 'a/b', 'x\0']) t.throws(() => readFilesInSync(etc, [bad]), { code: 'EINVAL' });
   t.same(readFilesInSync(await fs.dir('/no/such/dir'), ['a']), [null], 'a vanished directory');
   t.match(readFilesInSync(await new HostFs('/').dir(`/proc/${process.pid}`), ['stat'])[0], new RegExp(`^${process.pid} `), 'procfs');
+});
+
+t.test('openFile: a regular file inside the root (and inside `within`), or null, or a coded refusal', async (t) => {
+  mkdirSync(path.join(root, 'var/log/real'), { recursive: true });
+  writeFileSync(path.join(root, 'var/log/real/a.log'), 'a-log\n');
+  symlinkSync('/etc', path.join(root, 'var/log/to-etc'));
+  const read = async (p: string, within?: string) => {
+    const fh = await fs.openFile(p, within === undefined ? {} : { within });
+    if (fh === null) return null;
+    try {
+      return await fh.readFile('utf8');
+    } finally {
+      await fh.close();
+    }
+  };
+  t.equal(await read('/var/log/real/a.log', '/var/log'), 'a-log\n');
+  t.equal(await read('/etc/shadow'), 'root-of-the-host-root\n', 'no within: anywhere inside the root');
+  t.equal(await read('/var/log/real/none.log', '/var/log'), null, 'missing: null');
+  t.equal(await read('/etc/escape-abs'), null, 'an absolute link outside is re-rooted (and missing there)');
+  await t.rejects(read('/var/log/to-etc/shadow', '/var/log'), { code: 'EXDEV' }, 'a directory link out of /var/log is refused');
+  t.equal(await read('/var/log/to-etc/shadow'), 'root-of-the-host-root\n', 'without within it is the root\'s /etc');
+  await t.rejects(read('/var/log/real', '/var/log'), { code: 'EFTYPE' }, 'a directory is not a regular file');
+  await t.rejects(read('/etc/loop-a'), { code: 'ELOOP' });
 });

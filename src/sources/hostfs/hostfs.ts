@@ -1,8 +1,37 @@
-import { constants, promises as fsp, type Dirent, type StatsFs } from 'node:fs';
+import { constants, promises as fsp, realpathSync, type Dirent, type StatsFs } from 'node:fs';
 import path from 'node:path';
 
 const MAX_SYMLINKS = 40; // as the kernel's own limit on nested links (ELOOP)
 const DEFAULT_MAX_BYTES = 4 * 1024 * 1024;
+/**
+ * Linux O_PATH (Node has no constant for it): an fd that names a file without
+ * opening it, so walking a path never runs a device's open (a /dev/watchdog
+ * reached through a planted link would arm it) and a link can be looked at
+ * without being followed. libuv adds O_CLOEXEC to every open itself.
+ */
+const O_PATH = 0o10000000;
+const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
+/** The agent's own /proc (never the host root's): the kernel's name for one of our fds. */
+const fdPath = (fd: number) => `/proc/self/fd/${fd}`;
+
+/**
+ * Codes of a refused host path, errno-style so `err.code` checks compose:
+ * EXDEV  the path leads outside the host root, or outside the subtree the caller required;
+ * EFTYPE the path names something other than what was asked for (a device, a FIFO, a directory);
+ * ELOOP  too many links, or a link swapped in while it was being opened.
+ */
+export type HostPathCode = 'EXDEV' | 'EFTYPE' | 'ELOOP' | 'EINVAL';
+export class HostPathError extends Error {
+  readonly code: HostPathCode;
+  readonly hostPath: string;
+  constructor(code: HostPathCode, hostPath: string, message: string) {
+    super(message);
+    this.name = 'HostPathError';
+    this.code = code;
+    this.hostPath = hostPath;
+  }
+}
+export const isHostPathError = (err: unknown): err is HostPathError => err instanceof HostPathError;
 
 /** Errors meaning "this thing is not there (any more)": a vanished pid or cgroup. */
 const GONE = new Set(['ENOENT', 'ENOTDIR', 'ESRCH', 'ENODEV', 'ENXIO']);
@@ -27,42 +56,115 @@ export interface ResolvedDir {
  */
 export class HostFs {
   readonly root: string;
+  /** The root as the kernel names it (realpath), so paths we build compare equal to /proc/self/fd answers. */
+  private rootReal: string | undefined;
 
   constructor(root: string) {
     this.root = path.resolve(root);
   }
 
-  /** Map a host path to a real path under the root; never leaves the root. */
+  private realRoot(): string {
+    if (this.rootReal === undefined) {
+      try {
+        this.rootReal = realpathSync(this.root);
+      } catch {
+        return this.root; // not there (yet): every read below it is ENOENT anyway
+      }
+    }
+    return this.rootReal;
+  }
+
+  /**
+   * Map a host path to a path under the root, securejoin-style, for every root
+   * including '/': `..` stops at the root and each link is expanded relative to
+   * it. The answer holds no symlink at the moment of the walk; readers open it
+   * and then ask the kernel where the fd really is (verifyFd), because a link
+   * can be swapped in between.
+   */
   async resolve(hostPath: string): Promise<string> {
     assertPathText(hostPath);
-    if (this.root === '/') return path.resolve('/', hostPath);
+    const root = this.realRoot();
     const pending = hostPath.split('/').filter((p) => p !== '' && p !== '.');
     const done: string[] = [];
     let links = 0;
+    let steps = 0;
     while (pending.length > 0) {
+      // link targets are up to 4 KiB each; bound the walk, not only the link count
+      if (++steps > MAX_STEPS) throw new HostPathError('ELOOP', hostPath, `${hostPath}: path too long after expanding links`);
       const part = pending.shift()!;
       if (part === '..') {
         done.pop();
         continue;
       }
-      const candidate = path.join(this.root, ...done, part);
+      const candidate = path.join(root, ...done, part);
       let target: string | undefined;
       try {
         const st = await fsp.lstat(candidate);
         if (st.isSymbolicLink()) target = await fsp.readlink(candidate);
       } catch (err) {
-        if (!isGone(err)) throw err;
-        // A missing component: keep the lexical rest, the caller's open gets ENOENT.
+        if (!isGone(err) && errCode(err) !== 'EINVAL') throw err;
+        // A missing component (or a link replaced by a file between lstat and readlink):
+        // keep the lexical rest, the caller's open gets ENOENT or finds the mismatch.
       }
       if (target === undefined) {
         done.push(part);
         continue;
       }
-      if (++links > MAX_SYMLINKS) throw Object.assign(new Error(`too many symlinks in ${hostPath}`), { code: 'ELOOP' });
+      if (++links > MAX_SYMLINKS) throw new HostPathError('ELOOP', hostPath, `too many symlinks in ${hostPath}`);
       if (target.startsWith('/')) done.length = 0;
       pending.unshift(...target.split('/').filter((p) => p !== '' && p !== '.'));
     }
-    return path.join(this.root, ...done);
+    return path.join(root, ...done);
+  }
+
+  /**
+   * The kernel's own answer for an open fd (readlink of the agent's /proc/self/fd/N,
+   * immune to any swap) must be exactly the link-free path we resolved: then the
+   * object is the one at that path inside the root. 'gone' when it was unlinked.
+   */
+  private async verifyFd(fd: number, expected: string, hostPath: string): Promise<'ok' | 'gone'> {
+    return judgeFdPath(await fsp.readlink(fdPath(fd)), expected, hostPath);
+  }
+
+  /**
+   * Open a regular file for reading, resolved inside the host root and, with
+   * `within` (a host path such as /var/log), inside that subtree too. Every
+   * component is resolved without following a link out; the file is first
+   * opened O_PATH|O_NOFOLLOW (no device open, no link followed), checked by the
+   * kernel's name for the fd, then reopened through that fd, so a link swapped
+   * in at any step is refused before a byte is read.
+   * null: it does not exist (or vanished meanwhile). Throws a HostPathError:
+   * EXDEV when it leads outside the root or `within`, EFTYPE when it is not a
+   * regular file, ELOOP for link loops or a link swapped in while opening.
+   * The caller closes the handle.
+   */
+  async openFile(hostPath: string, opts: { within?: string } = {}): Promise<fsp.FileHandle | null> {
+    const real = await this.resolve(hostPath);
+    if (opts.within !== undefined) {
+      const base = await this.resolve(opts.within);
+      if (!real.startsWith(base === '/' ? '/' : `${base}/`)) throw escapes(hostPath, opts.within);
+    }
+    let pathFd: fsp.FileHandle;
+    try {
+      pathFd = await fsp.open(real, O_PATH | O_NOFOLLOW);
+    } catch (err) {
+      if (isGone(err)) return null;
+      throw err;
+    }
+    try {
+      const st = await pathFd.stat();
+      if (st.isSymbolicLink()) throw new HostPathError('ELOOP', hostPath, `${hostPath}: a link appeared while it was being opened`);
+      // checked before anything is opened for reading: a swapped intermediate link lands elsewhere
+      if ((await this.verifyFd(pathFd.fd, real, hostPath)) === 'gone') return null;
+      if (!st.isFile()) throw new HostPathError('EFTYPE', hostPath, `${hostPath} is not a regular file`);
+      // the same inode, reopened for reading through the verified fd
+      return await fsp.open(fdPath(pathFd.fd), O_RDONLY | O_NONBLOCK);
+    } catch (err) {
+      if (isGone(err)) return null;
+      throw err;
+    } finally {
+      await pathFd.close();
+    }
   }
 
   async dir(hostPath: string): Promise<ResolvedDir> {
@@ -161,4 +263,19 @@ function assertName(name: string): void {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
     throw Object.assign(new Error(`not a plain file name: ${JSON.stringify(name)}`), { code: 'EINVAL' });
   }
+}
+
+const MAX_STEPS = 4096;
+
+const errCode = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
+
+const escapes = (hostPath: string, within?: string) =>
+  new HostPathError('EXDEV', hostPath, within === undefined ? `${hostPath} escapes the host root` : `${hostPath} leads outside ${within}`);
+
+/** Shared by the async and sync readers: what the kernel named an fd vs the path we resolved. */
+export function judgeFdPath(actual: string, expected: string, hostPath: string): 'ok' | 'gone' {
+  if (actual === expected) return 'ok';
+  // unlinked after the open (a vanished pid or cgroup, a rotated log): as if it was never found
+  if (actual === `${expected} (deleted)`) return 'gone';
+  throw new HostPathError('EXDEV', hostPath, `${hostPath} escapes the host root (a link was swapped in while it was opened)`);
 }
