@@ -5,8 +5,12 @@
  * serving the same pods.
  *
  * Pass: never a 5xx, never the canary's content (nor a secret of the fake node)
- * in any response or log line, never an answer slower than 5 s (plus the
- * measurement window a /v1/throttling request asked for), RSS bounded.
+ * in any response or log line, every request answered (a hang guard names the
+ * request that never answers), and no leak: the heap used after a full GC
+ * grows by less than a bound only a per-request leak exceeds. No RSS figure and
+ * no duration is asserted (finding 14 of issue 11: RSS moves with V8's heap
+ * sizing and the allocator, time with the machine's load; such figures belong
+ * to bench/). The event loop's longest delay is reported, not asserted.
  *
  * Most requests go through app.inject (fast, many); a sample goes over real
  * HTTP, where Node's own limits apply (header size: 431), and follow=true
@@ -16,6 +20,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import t from 'tap';
@@ -34,7 +39,6 @@ const FOLLOW_SAMPLE = 150;
 const CONCURRENCY = 4;
 /** requests that mostly wait (a throttling window) run in a wider pool */
 const SLOW_CONCURRENCY = 64;
-const BUDGET_MS = 5000;
 
 // ~40 s on an idle 2-core machine; room for a busy one
 t.setTimeout(5 * 60_000);
@@ -102,6 +106,7 @@ interface Failure {
 }
 const failures: Failure[] = [];
 const stats = new Map<string, Map<number, number>>();
+/** the slowest answer, reported (never asserted: time depends on the machine's load) */
 let slowest = { ms: 0, url: '' };
 const note = (req: FuzzRequest, status: number) => {
   const m = stats.get(req.route) ?? new Map<number, number>();
@@ -115,7 +120,6 @@ function check(req: FuzzRequest, status: number, body: string, ms: number): void
   if (status >= 500) failures.push({ url: short(req.url), why: `status ${status}: ${body.slice(0, 300)}` });
   if (body.includes(host.canaryContent)) failures.push({ url: short(req.url), why: 'canary content in the response' });
   for (const s of host.secrets) if (body.includes(s)) failures.push({ url: short(req.url), why: `secret ${s} in the response` });
-  if (ms > BUDGET_MS + req.windowMs) failures.push({ url: short(req.url), why: `answered in ${Math.round(ms)} ms` });
   if (ms > slowest.ms) slowest = { ms, url: short(req.url) };
 }
 
@@ -131,7 +135,11 @@ function scanLogs(): void {
 
 // one plain request to each route first: what loads on first use (client-node for drift,
 // prom-client for /metrics) is start-up cost, not the answer to a hostile input
-/** An answer that never comes is reported with its URL instead of hanging the file until tap's timeout. */
+/**
+ * An answer that never comes is reported with its URL instead of hanging the file until tap's timeout.
+ * A hang guard, not a time budget: every request has a server-side bound far below it (a CRI
+ * deadline of 2 s, journalctl's 30 s), so only a request that would never answer reaches it.
+ */
 const HANG_MS = 60_000;
 function noHang<T>(p: Promise<T>, url: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -155,11 +163,14 @@ agent.logs.length = 0;
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
-let rssBefore = 0;
-let rssAfter = 0;
 let heapBefore = 0;
 let heapAfter = 0;
 
+/**
+ * The event loop's delay while requests run (both phases). The agent shares this thread with the
+ * test's own checks (body scans), so the figure is an upper bound for the agent's.
+ */
+const eventLoop = monitorEventLoopDelay({ resolution: 10 });
 async function runInject(reqs: FuzzRequest[]): Promise<void> {
   const one = async (req: FuzzRequest) => {
     const t0 = performance.now();
@@ -173,8 +184,11 @@ async function runInject(reqs: FuzzRequest[]): Promise<void> {
     check(req, res.statusCode, res.body, performance.now() - t0);
   };
   // waiting requests do not hold up the next chunk: they run beside it, at most SLOW_CONCURRENCY at once
+  // the delay monitor runs while requests do, not while the next chunk is generated (test code)
+  eventLoop.enable();
   for (const r of reqs.filter((x) => x.windowMs > 0)) slowPending.push(slowSlots.run(() => one(r)));
   await mapLimit(reqs.filter((r) => r.windowMs === 0), CONCURRENCY, one);
+  eventLoop.disable();
   scanLogs();
 }
 
@@ -206,19 +220,17 @@ t.test(`${RUNS} generated requests through app.inject`, async (t) => {
     if (process.env.NODETRUTH_FUZZ_DEBUG) {
       gc();
       const m = process.memoryUsage();
-      t.comment(`chunk ${chunkNo}: rss ${(m.rss / 2 ** 20).toFixed(0)} heap ${(m.heapUsed / 2 ** 20).toFixed(0)} external ${(m.external / 2 ** 20).toFixed(0)} MiB`);
+      t.comment(`chunk ${chunkNo}: heap used after GC ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB, external ${(m.external / 2 ** 20).toFixed(0)} MiB`);
     }
     if (chunkNo++ === 0) {
       // after a first chunk has warmed up code and caches
       gc();
-      rssBefore = process.memoryUsage().rss;
       heapBefore = process.memoryUsage().heapUsed;
     }
   }
   await Promise.all(slowPending);
   scanLogs();
   gc();
-  rssAfter = process.memoryUsage().rss;
   heapAfter = process.memoryUsage().heapUsed;
   t.ok(total >= RUNS, `${total} requests over ${ops.length} routes`);
   t.comment(`inject phase: ${total} requests in ${Math.round(performance.now() - started)} ms; slowest ${Math.round(slowest.ms)} ms ${slowest.url}`);
@@ -228,7 +240,7 @@ t.test(`${RUNS} generated requests through app.inject`, async (t) => {
     const m = stats.get(op.path);
     t.ok(m && [...m.keys()].some((s) => s !== 400), `${op.path} got past validation at least once`);
   }
-  t.same(failures.slice(0, 30), [], 'no 5xx, no canary, no secret, nothing slower than 5 s');
+  t.same(failures.slice(0, 30), [], 'no 5xx, no canary, no secret, every request answered');
 });
 
 /** GET over a real socket; resolves with status and body (or what arrived before `abortMs`). */
@@ -267,9 +279,10 @@ t.test('a sample over real HTTP, and follow streams opened with hostile paramete
   const address = await agent.app.listen({ host: '127.0.0.1', port: 0 });
   const base = new URL(address);
   const reqs = sampleRequests(ops, ctx, HTTP_SAMPLE, SEED + 7919);
+  eventLoop.enable();
   await mapLimit(reqs, CONCURRENCY, async (req) => {
-    const r = await httpGet(base, req, BUDGET_MS + req.windowMs + 2000);
-    if (r.status === 0) failures.push({ url: short(req.url), why: `no response over HTTP: ${r.body}` });
+    const r = await httpGet(base, req, HANG_MS + req.windowMs);
+    if (r.status === 0) failures.push({ url: short(req.url), why: `no response over HTTP within ${HANG_MS + req.windowMs} ms (a hang): ${r.body}` });
     check(req, r.status, r.body, r.ms);
   });
   const statuses = new Map<number, number>();
@@ -286,16 +299,30 @@ t.test('a sample over real HTTP, and follow streams opened with hostile paramete
     });
     t.comment(`follow phase: ${freqs.length} follow requests over ${followOps.map((o) => o.path).join(' ')}`);
   }
+  eventLoop.disable();
   scanLogs();
   t.same(failures.slice(0, 30), [], 'no 5xx, no canary, no secret over real HTTP');
 });
 
-t.test('RSS stays bounded', async (t) => {
-  const growth = rssAfter - rssBefore;
+/**
+ * The leak check. Measured from the end of the first chunk (500 requests: code compiled, caches of
+ * the 16-container node filled) to the end of the run, both after a full GC: +1.2 MiB on 10,000
+ * requests when nothing leaks (JIT feedback and code; every cache the agent keeps is bounded by the
+ * node, not by the requests). A leak keeps something per request: the smallest such thing (an
+ * audit record, a closure with its request, a listener) is over 1 KiB, a hostile parameter 100 KB;
+ * 9,500 requests x 1.7 KiB exceed 16 MiB. So 16 MiB is a bound only a real leak crosses, ~13x the
+ * honest growth. With fewer runs (NODETRUTH_FUZZ_RUNS) it only gets less sensitive, never flaky.
+ */
+const LEAK_BOUND = 16 * 2 ** 20;
+t.test('no leak: the heap after a full GC stays put', async (t) => {
   const heapGrowth = heapAfter - heapBefore;
   const m = (b: number) => `${b >= 0 ? '+' : ''}${(b / 2 ** 20).toFixed(1)} MiB`;
-  t.comment(`RSS after the first chunk ${(rssBefore / 2 ** 20).toFixed(1)} MiB, after the last ${(rssAfter / 2 ** 20).toFixed(1)} MiB (${m(growth)}); heap used after GC ${m(heapGrowth)}`);
-  // RSS moves with V8's heap sizing and the allocator; the heap after a full GC is what would show a leak
-  t.ok(growth < 256 * 2 ** 20, 'RSS grew by less than 256 MiB over the inject phase');
-  t.ok(heapGrowth < 64 * 2 ** 20, 'heap used after GC grew by less than 64 MiB');
+  t.comment(`heap used after GC: after the first chunk ${(heapBefore / 2 ** 20).toFixed(1)} MiB, after the last ${(heapAfter / 2 ** 20).toFixed(1)} MiB (${m(heapGrowth)})`);
+  t.ok(heapGrowth < LEAK_BOUND, `heap used after GC grew by ${m(heapGrowth)}, less than ${m(LEAK_BOUND)} (only a per-request leak exceeds it)`);
+});
+
+t.test('event-loop delay (reported, not asserted)', async (t) => {
+  const h = eventLoop;
+  t.comment(`event loop during the fuzz (test process = agent + generator): max ${(h.max / 1e6).toFixed(1)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(1)} ms, mean ${(h.mean / 1e6).toFixed(1)} ms over ${h.count} samples (10 ms resolution)`);
+  t.pass('reported');
 });
