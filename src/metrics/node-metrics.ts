@@ -14,6 +14,7 @@
  * nodetruth_metrics_cgroups_dropped), at most MAX_OOM_SERIES label sets for
  * kernel OOM kills; CRI method and code are closed sets.
  */
+import { monitorEventLoopDelay, type ELDHistogram } from 'node:perf_hooks';
 import client, { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { RuntimeStatus } from '../model/runtime.js';
@@ -21,6 +22,19 @@ import type { RuntimeIndex } from '../sources/cgroup/names.js';
 import type { AttributedOomKill } from '../sources/oom/oom.js';
 import { SingleFlight } from '../util/concurrency.js';
 import { indexFrom, SOURCE_DEADLINES_MS, type MetricsInputs, type MetricsSource, type RuntimeLists } from './inputs.js';
+
+/**
+ * One delay monitor per process (it is the process's event loop), started with the first
+ * NodeMetrics and never reset: a stall an hour ago still shows, whoever scraped since.
+ */
+let loopDelay: ELDHistogram | null = null;
+function eventLoopDelay(): ELDHistogram {
+  if (!loopDelay) {
+    loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    loopDelay.enable();
+  }
+  return loopDelay;
+}
 
 export const MAX_CGROUP_SERIES = 2000;
 export const MAX_OOM_SERIES = 500;
@@ -421,6 +435,15 @@ export class NodeMetrics {
         const s = scrape();
         await s.all();
         for (const [source, o] of s.outcomes) this.set({ source }, Math.round(o.seconds * 1e6) / 1e6);
+      },
+    });
+    const loop = eventLoopDelay();
+    new Gauge({
+      name: 'nodetruth_eventloop_delay_max_seconds',
+      help: 'Longest event-loop delay since the agent started (perf_hooks.monitorEventLoopDelay at 10 ms resolution: about 0.01 means no delay). Never reset, unlike nodetruth_nodejs_eventloop_lag_max_seconds, which covers only the time since the previous scrape of anyone.',
+      registers: reg,
+      collect() {
+        this.set(loop.max / 1e9);
       },
     });
     new Gauge({
