@@ -71,7 +71,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: query({
           sinceSeq: int.describe('first kmsg sequence number'),
           tailLines: int.describe(`0 to ${MAX_KERNEL_TAIL}`),
-          pattern: text(1024).describe('regular expression (case-insensitive unless it has a capital)'),
+          pattern: text(1024).describe('RE2 regular expression (case-insensitive unless it has a capital letter)'),
           follow: bool,
         }),
       },
@@ -83,7 +83,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       if (tailLines !== undefined && (tailLines < 0 || tailLines > MAX_KERNEL_TAIL)) {
         throw badRequest(`tailLines: must be an integer between 0 and ${MAX_KERNEL_TAIL}`, { param: 'tailLines' });
       }
-      const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, pattern: pattern ? compileKernelPattern(pattern) : null };
+      const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, pattern: pattern ? await compileKernelPattern(pattern) : null };
       if (!follow) return src().kernel.read(q);
       const release = followLimiter(deps).acquire();
       return sendFollow(req, reply, deps, (signal) => src().kernel.follow(q, signal), release, (i) => i.kind);

@@ -2,11 +2,14 @@ import { constants, promises as fsp } from 'node:fs';
 import { badRequest, notFound } from '../../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { JOURNAL_LIMITS } from './limits.js';
+import { compileUserPattern } from '../../util/pattern.js';
 
 export interface FileLogResult {
   file: string;
   lines: string[];
   truncated: boolean;
+  /** e.g. lines matched over their first 64 KiB only (util/pattern.ts) */
+  warnings: string[];
 }
 
 /**
@@ -40,17 +43,15 @@ export async function readLogFile(fs: HostFs, rel: string, tailLines: number | n
     if (from > 0) text = text.slice(text.indexOf('\n') + 1);
     let lines = text.split('\n');
     if (lines.at(-1) === '') lines.pop();
+    const warnings: string[] = [];
     if (pattern !== null) {
-      let re: RegExp;
-      try {
-        re = new RegExp(pattern, /\p{Lu}/u.test(pattern) ? 'u' : 'iu');
-      } catch (err) {
-        throw badRequest(`pattern: ${(err as Error).message}`, { param: 'pattern' });
-      }
-      lines = lines.filter((l) => re.test(l));
+      // RE2 syntax, matched off the event loop; a tail searches from the last line and stops at tailLines matches
+      const m = await (await compileUserPattern(pattern)).filter(lines, (l) => l, { limit: tailLines, fromEnd: tailLines !== null });
+      lines = m.items;
+      warnings.push(...m.warnings);
     }
     if (tailLines !== null) lines = tailLines === 0 ? [] : lines.slice(-tailLines);
-    return { file: hostPath, lines, truncated: from > 0 };
+    return { file: hostPath, lines, truncated: from > 0, warnings };
   } finally {
     await fh.close();
   }

@@ -1,10 +1,10 @@
-import { badRequest } from '../../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import type { JournalSource } from '../journal/journalctl.js';
 import { formatMicros } from '../journal/time.js';
 import { LEVEL_NAMES, type KmsgRecord } from './parse.js';
 import { bootWallUs, type KmsgItem, type KmsgReader } from './reader.js';
 import { sleep } from '../../util/concurrency.js';
+import { compileUserPattern, type UserPattern } from '../../util/pattern.js';
 
 /** A kernel log record as /v1/kernel returns it. */
 export interface KernelRecord {
@@ -26,7 +26,8 @@ export type KernelItem = { kind: 'record'; record: KernelRecord } | { kind: 'gap
 export interface KernelQuery {
   sinceSeq: number | null;
   tailLines: number | null;
-  pattern: RegExp | null;
+  /** RE2 syntax, matched off the event loop (util/pattern.ts) */
+  pattern: UserPattern | null;
 }
 
 export interface KernelResult {
@@ -40,14 +41,13 @@ export interface KernelResult {
 
 export const MAX_KERNEL_TAIL = 100_000;
 
-/** journalctl-like smart case: case-insensitive unless the pattern has a capital letter. */
-export function compileKernelPattern(p: string): RegExp {
-  if (p.length > 1024) throw badRequest('pattern: longer than 1024 characters', { param: 'pattern' });
-  try {
-    return new RegExp(p, /\p{Lu}/u.test(p.replace(/\\./g, '')) ? 'u' : 'iu');
-  } catch (err) {
-    throw badRequest(`pattern: ${(err as Error).message}`, { param: 'pattern' });
-  }
+/**
+ * journalctl-like smart case (case-insensitive unless the pattern has a capital
+ * letter outside escapes), RE2 syntax, linear-time matching: a JS RegExp here
+ * let `(a+)+$` against a long run of `a` pin the agent for minutes (issue 11).
+ */
+export function compileKernelPattern(p: string): Promise<UserPattern> {
+  return compileUserPattern(p);
 }
 
 /**
@@ -81,7 +81,7 @@ export class KernelLog {
     const items = await this.reader.readAll(signal);
     const boot = this.bootUs();
     const gaps: KernelResult['gaps'] = [];
-    let records: KernelRecord[] = [];
+    let kept: KmsgRecord[] = [];
     let oldest: KmsgRecord | null = null;
     for (const it of items) {
       if (it.kind === 'gap') {
@@ -90,18 +90,25 @@ export class KernelLog {
       }
       oldest ??= it.record;
       if (q.sinceSeq !== null && it.record.seq < q.sinceSeq) continue;
-      const rec = this.toRecord(it.record, boot);
-      if (q.pattern && !q.pattern.test(rec.text)) continue;
-      records.push(rec);
+      kept.push(it.record);
     }
     const warnings: string[] = [];
+    if (q.pattern) {
+      // a tail searches from the newest record and stops at tailLines matches
+      const m = await q.pattern.filter(kept, (r) => r.text, { limit: q.tailLines, fromEnd: q.tailLines !== null, signal });
+      kept = m.items;
+      warnings.push(...m.warnings);
+    } else if (q.tailLines !== null && kept.length > q.tailLines) {
+      kept = kept.slice(kept.length - q.tailLines);
+    }
+    let records: KernelRecord[] = kept.map((r) => this.toRecord(r, boot));
     // History the ring no longer holds: sequence numbers start at 0 at boot, so an
     // oldest record with seq > 0 means older ones were overwritten.
     const lost = oldest !== null && oldest.seq > 0;
     const wantOlder = q.sinceSeq !== null ? oldest !== null && q.sinceSeq < oldest.seq : q.tailLines === null || records.length < q.tailLines;
     if (lost && wantOlder && this.journal) {
       try {
-        const older = await this.fromJournal(oldest!, q, boot, signal);
+        const older = await this.fromJournal(oldest!, q, boot, warnings, signal);
         records = [...older, ...records];
       } catch (err) {
         warnings.push(`journal fallback for older kernel records failed: ${(err as Error).message}`);
@@ -111,7 +118,7 @@ export class KernelLog {
     return { records, gaps, oldestSeq: oldest?.seq ?? null, warnings };
   }
 
-  private async fromJournal(oldest: KmsgRecord, q: KernelQuery, boot: number, signal?: AbortSignal): Promise<KernelRecord[]> {
+  private async fromJournal(oldest: KmsgRecord, q: KernelQuery, boot: number, warnings: string[], signal?: AbortSignal): Promise<KernelRecord[]> {
     const bootId = (await this.hostFs.readFile('/proc/sys/kernel/random/boot_id'))?.trim().replace(/-/g, '');
     if (!bootId || !/^[0-9a-f]{32}$/.test(bootId)) throw new Error('cannot read the boot id');
     const res = await this.journal!.query(
@@ -129,9 +136,13 @@ export class KernelLog {
       },
       signal,
     );
-    return res.records
-      .filter((r) => (r.monotonicUs ?? Infinity) < oldest.tsUsec && (!q.pattern || q.pattern.test(r.message)))
-      .map((r) => ({
+    let older = res.records.filter((r) => (r.monotonicUs ?? Infinity) < oldest.tsUsec);
+    if (q.pattern) {
+      const m = await q.pattern.filter(older, (r) => r.message, { limit: q.tailLines, fromEnd: q.tailLines !== null, signal });
+      older = m.items;
+      warnings.push(...m.warnings);
+    }
+    return older.map((r) => ({
         seq: null,
         time: formatMicros(boot + r.monotonicUs!),
         monotonicUs: r.monotonicUs!,
@@ -156,15 +167,23 @@ export class KernelLog {
         if (b.length === 0) break;
         first.push(...b);
       }
-      let backlog = first.filter((i) => i.kind === 'gap' || ((q.sinceSeq === null || i.record.seq >= q.sinceSeq) && (!q.pattern || q.pattern.test(i.record.text))));
+      let backlog = first.filter((i) => i.kind === 'gap' || q.sinceSeq === null || i.record.seq >= q.sinceSeq);
+      if (q.pattern) {
+        const recs = backlog.filter(isRecord);
+        const tail = q.sinceSeq === null ? (q.tailLines ?? 10) : null;
+        const hit = new Set<KmsgItem>((await q.pattern.filter(recs, (i) => i.record.text, { limit: tail, fromEnd: tail !== null, signal })).items);
+        backlog = backlog.filter((i) => i.kind === 'gap' || hit.has(i));
+      }
       if (q.sinceSeq === null) backlog = backlog.slice(-(q.tailLines ?? 10)).filter(() => (q.tailLines ?? 10) > 0);
       for (const i of backlog) yield i.kind === 'gap' ? i : { kind: 'record', record: this.toRecord(i.record, boot) };
       while (!signal.aborted) {
         await sleep(pollMs, signal);
         if (signal.aborted) break;
-        for (const i of await cursor.next()) {
+        const batch = await cursor.next();
+        const hit = q.pattern ? new Set<KmsgItem>((await q.pattern.filter(batch.filter(isRecord), (i) => i.record.text, { signal })).items) : null;
+        for (const i of batch) {
           if (i.kind === 'gap') yield i;
-          else if (!q.pattern || q.pattern.test(i.record.text)) yield { kind: 'record', record: this.toRecord(i.record, boot) };
+          else if (!hit || hit.has(i)) yield { kind: 'record', record: this.toRecord(i.record, boot) };
         }
       }
     } finally {
@@ -173,3 +192,4 @@ export class KernelLog {
   }
 }
 
+const isRecord = (i: KmsgItem): i is Extract<KmsgItem, { kind: 'record' }> => i.kind === 'record';

@@ -51,7 +51,7 @@ t.test('the real /dev/kmsg of this machine', { skip: !realKmsg && 'no readable /
 
   // through KernelLog: wall clock from the boot time, sinceSeq and pattern
   const log = new KernelLog(reader, new HostFs('/'), null);
-  const r = await log.read({ sinceSeq: mine[0]!.seq, tailLines: null, pattern: compileKernelPattern(marker) });
+  const r = await log.read({ sinceSeq: mine[0]!.seq, tailLines: null, pattern: await compileKernelPattern(marker) });
   t.equal(r.records.length, 1);
   const age = Date.now() - Date.parse(r.records[0]!.time);
   t.ok(age >= -1000 && age < 60_000, `wall clock of the marker is now (${age} ms ago)`);
@@ -61,7 +61,7 @@ t.test('follow on the real /dev/kmsg sees a new marker, and ends on abort', { sk
   const log = new KernelLog(new KmsgReader(new HostFs('/'), null), new HostFs('/'), null);
   const ac = new AbortController();
   const marker = `nodetruth-follow-${process.pid}-${Date.now()}`;
-  const it = log.follow({ sinceSeq: null, tailLines: 0, pattern: compileKernelPattern(marker) }, ac.signal, 20);
+  const it = log.follow({ sinceSeq: null, tailLines: 0, pattern: await compileKernelPattern(marker) }, ac.signal, 20);
   setTimeout(() => {
     const fd = openSync('/dev/kmsg', 'w');
     writeSync(fd, `<14>${marker}\n`);
@@ -80,7 +80,7 @@ t.test('a regular file is read one record per line, and followed as it grows', a
   t.equal(all.oldestSeq, 514);
   t.match(all.records.at(-1), { seq: 625, levelName: 'err', time: '2026-11-29T17:42:31.182206Z' });
   t.equal((await log.read({ sinceSeq: 620, tailLines: 2, pattern: null })).records.map((r) => r.seq).join(), '624,625');
-  t.equal((await log.read({ sinceSeq: null, tailLines: null, pattern: compileKernelPattern('killed process') })).records.length, 2);
+  t.equal((await log.read({ sinceSeq: null, tailLines: null, pattern: await compileKernelPattern('killed process') })).records.length, 2);
 
   const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-kmsg-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -110,7 +110,7 @@ t.test('the ring lost history: older kernel records come from the journal', asyn
   writeFileSync(kmsg, readFileSync(kmsgFixture('oom-memcg-systemd.kmsg'), 'utf8').split('\n').filter((l) => Number(l.split(',')[1]) >= 569).join('\n'));
   const fs = new HostFs(host.root);
   const log = new KernelLog(new KmsgReader(fs, kmsg), fs, new JournalSource({ hostFs: fs }), () => BOOT_WALL_US[2]);
-  const r = await log.read({ sinceSeq: null, tailLines: null, pattern: compileKernelPattern('Killed process') });
+  const r = await log.read({ sinceSeq: null, tailLines: null, pattern: await compileKernelPattern('Killed process') });
   t.same(r.records.map((x) => [x.source, x.seq, x.monotonicUs]), [
     ['journal', null, 89755557],
     ['kmsg', 625, 91031033],
@@ -122,6 +122,6 @@ t.test('the ring lost history: older kernel records come from the journal', asyn
 t.test('bad kernel patterns are 400', async (t) => {
   await rejectsStatus(t, () => compileKernelPattern('('), 400);
   await rejectsStatus(t, () => compileKernelPattern('x'.repeat(2000)), 400);
-  t.equal(compileKernelPattern('oom').flags.includes('i'), true);
-  t.equal(compileKernelPattern('OOM').flags.includes('i'), false);
+  t.equal((await compileKernelPattern('oom')).caseInsensitive, true);
+  t.equal((await compileKernelPattern('OOM')).caseInsensitive, false);
 });
