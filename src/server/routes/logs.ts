@@ -9,6 +9,7 @@ import { PODLOG_LIMITS, type LogLocation } from '../../sources/podlogs/podlogs.j
 import { parseRfc3339Micros } from '../../sources/journal/time.js';
 import type { AppDeps } from '../deps.js';
 import { followLimiter, sendFollow } from '../follow.js';
+import { requestSignal } from '../request-signal.js';
 import { logSources } from '../log-sources.js';
 import { badRequest } from '../../errors.js';
 import { idParams, query, repeated } from '../schemas.js';
@@ -54,10 +55,11 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         return readLogFile(deps.hostFs, validateFileQuery(q.file), q.tailLines, q.pattern);
       }
       if (!q.follow) {
-        const r = await src().journal.query(q);
+        // the journalctl child ends with the request: killed and reaped when the client goes away
+        const r = await src().journal.query(q, requestSignal(req, reply, { shutdown: deps.shutdown }));
         return { records: r.records, warnings: r.warnings, truncated: r.truncated, command: r.command };
       }
-      if (q.pattern !== null) await src().journal.checkPattern(q.pattern);
+      if (q.pattern !== null) await src().journal.checkPattern(q.pattern, requestSignal(req, reply, { shutdown: deps.shutdown }));
       const release = followLimiter(deps).acquire();
       return sendFollow(req, reply, deps, (signal) => src().journal.follow(q, signal), release);
     },
@@ -84,7 +86,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         throw badRequest(`tailLines: must be an integer between 0 and ${MAX_KERNEL_TAIL}`, { param: 'tailLines' });
       }
       const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, pattern: pattern ? await compileKernelPattern(pattern) : null };
-      if (!follow) return src().kernel.read(q);
+      if (!follow) return src().kernel.read(q, requestSignal(req, reply, { shutdown: deps.shutdown }));
       const release = followLimiter(deps).acquire();
       return sendFollow(req, reply, deps, (signal) => src().kernel.follow(q, signal), release, (i) => i.kind);
     },
@@ -101,11 +103,13 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         }),
       },
     },
-    async () => {
+    async (req, reply) => {
+      const signal = requestSignal(req, reply, { shutdown: deps.shutdown });
+      const eventWarnings: string[] = [];
       const [r, events, join] = await Promise.all([
-        src().oom.kills(),
+        src().oom.kills(signal),
         src()
-          .oom.memoryEvents()
+          .oom.memoryEvents(eventWarnings)
           .catch((err: Error) => ({ error: err.message })),
         runtimeIndex(deps.cri, deps.config.criTimeoutMs),
       ]);
@@ -116,6 +120,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
           : { podName: null, podNamespace: null, containerName: null, sandbox: null };
       const warnings = [...r.warnings];
       if ('error' in events) warnings.push(`memory.events: ${events.error}`);
+      warnings.push(...eventWarnings);
       return {
         kills: r.kills.map((k) => ({ ...k, ...names(k.podUid, k.containerId, k.qos) })),
         memoryEvents: 'error' in events ? [] : events.map((e) => ({ ...e, ...names(e.podUid, e.containerId, e.qos) })),

@@ -94,6 +94,21 @@ async function findKubepodsRoots(fs: HostFs): Promise<{ driver: CgroupDriver; di
 const cgroupPath = (dir: ResolvedDir) => dir.hostPath.slice(CGROUP_MOUNT.length) || '/';
 const dirs = (entries: Dirent[] | null) => (entries ?? []).filter((e) => e.isDirectory());
 
+const errText = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+
+/**
+ * The subdirectories of one cgroup; one that cannot be listed (EACCES under an LSM,
+ * EIO, ...) is skipped with a warning instead of failing the whole walk.
+ */
+async function subdirs(fs: HostFs, dir: ResolvedDir, warnings: string[] | undefined): Promise<Dirent[]> {
+  try {
+    return dirs(await fs.readdir(dir));
+  } catch (err) {
+    warnings?.push(`cgroup ${cgroupPath(dir)}: cannot list (${errText(err)}), skipped`);
+    return [];
+  }
+}
+
 interface PodDir {
   driver: CgroupDriver;
   qos: QosClass;
@@ -106,10 +121,11 @@ interface PodDir {
  * for both drivers. Only real directories are followed (readdir's d_type), never
  * symlinks. Pods come before their containers; order is otherwise the kernel's.
  */
-export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUid?: string } = {}): Promise<FoundCgroup[]> {
+export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUid?: string; warnings?: string[] } = {}): Promise<FoundCgroup[]> {
   const pods: PodDir[] = [];
+  const warnings = opts.warnings;
   for (const { driver, dir } of await findKubepodsRoots(fs)) {
-    const top = dirs(await fs.readdir(dir));
+    const top = await subdirs(fs, dir, warnings);
     const qosDirs: { qos: QosClass; dir: ResolvedDir }[] = [];
     for (const e of top) {
       if (driver === 'systemd') {
@@ -123,7 +139,7 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
         if (N.cgroupfsQos.includes(e.name)) qosDirs.push({ qos: e.name as QosClass, dir: fs.child(dir, e.name) });
       }
     }
-    const lists = await Promise.all(qosDirs.map(async (q) => ({ q, entries: dirs(await fs.readdir(q.dir)) })));
+    const lists = await Promise.all(qosDirs.map(async (q) => ({ q, entries: await subdirs(fs, q.dir, warnings) })));
     for (const { q, entries } of lists) {
       for (const e of entries) {
         if (driver === 'systemd') {
@@ -150,7 +166,7 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
   if (opts.podsOnly) return wanted.map(podCgroup);
   const perPod = await mapLimit(wanted, READ_CONCURRENCY, async (p) => {
     const out: FoundCgroup[] = [podCgroup(p)];
-    for (const e of dirs(await fs.readdir(p.dir))) {
+    for (const e of await subdirs(fs, p.dir, warnings)) {
       const m = (p.driver === 'systemd' ? N.systemdContainer : N.cgroupfsContainer).exec(e.name);
       if (!m) continue; // crio-conmon-<id>.scope, anything else a runtime put there
       const dir = fs.child(p.dir, e.name);
@@ -236,18 +252,29 @@ export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<Cg
 /** Cgroups read between two yields to the event loop (~17 files each, a few ms in all). */
 const BATCH = 16;
 
-/** Read many cgroups, yielding to the event loop every few; vanished ones are dropped. */
+/**
+ * Read many cgroups, yielding to the event loop every few; vanished ones are dropped,
+ * and one that cannot be read (a directory in place of a file: EISDIR; EACCES; EIO)
+ * is skipped and named in `warnings`, so it never fails the whole list.
+ */
 export async function readMany<C extends FoundCgroup>(
   _fs: HostFs,
   cgroups: readonly C[],
   batch = BATCH,
   only: readonly StatFile[] = FILES,
+  warnings?: string[],
 ): Promise<(C & { stats: CgroupStats })[]> {
   const out: (C & { stats: CgroupStats })[] = [];
   for (let i = 0; i < cgroups.length; i++) {
     if (i > 0 && i % batch === 0) await yieldToLoop();
     const c = cgroups[i]!;
-    const stats = readCgroupStatsSync(c.dir, only);
+    let stats: CgroupStats | null;
+    try {
+      stats = readCgroupStatsSync(c.dir, only);
+    } catch (err) {
+      warnings?.push(`cgroup ${c.path}: unreadable (${errText(err)}), skipped`);
+      continue;
+    }
     if (stats) out.push({ ...c, stats });
   }
   return out;

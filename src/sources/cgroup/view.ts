@@ -23,8 +23,14 @@ const strip = <C extends FoundCgroup>(c: C): KubeCgroup => {
   return rest;
 };
 
-export async function readRecords(fs: HostFs, cgroups: readonly FoundCgroup[], index: RuntimeIndex | null, only?: readonly StatFile[]): Promise<CgroupRecord[]> {
-  const read = await readMany(fs, cgroups, undefined, only);
+export async function readRecords(
+  fs: HostFs,
+  cgroups: readonly FoundCgroup[],
+  index: RuntimeIndex | null,
+  only?: readonly StatFile[],
+  warnings?: string[],
+): Promise<CgroupRecord[]> {
+  const read = await readMany(fs, cgroups, undefined, only, warnings);
   return read.map(({ stats, ...c }) => ({ ...strip(c), ...namesFor(c, index), ...stats }));
 }
 

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { badRequest, notFound, notImplemented, unavailable } from '../../errors.js';
+import { badRequest, notFound, notImplemented, tooMany, unavailable } from '../../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { ExportParser } from './export-parser.js';
 import { JOURNAL_LIMITS } from './limits.js';
@@ -86,6 +86,8 @@ export interface JournalSourceOptions {
   journalctl?: string;
   deadlineMs?: number;
   maxBytes?: number;
+  /** non-follow journalctl children at once (default JOURNAL_LIMITS.maxChildren) */
+  maxChildren?: number;
 }
 
 const ENV = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8', SYSTEMD_COLORS: '0', SYSTEMD_PAGER: '', TZ: 'UTC' };
@@ -97,14 +99,31 @@ export class JournalSource {
   private command: Promise<JournalctlCommand> | null = null;
   readonly deadlineMs: number;
   readonly maxBytes: number;
+  readonly maxChildren: number;
   /** pids of journalctl children currently running (tests check they are all reaped) */
   readonly live = new Set<number>();
+  /** non-follow children running now, counted against maxChildren until reaped */
+  private bounded = 0;
 
   constructor(o: JournalSourceOptions) {
     this.hostFs = o.hostFs;
     this.setting = o.journalctl ?? 'auto';
     this.deadlineMs = o.deadlineMs ?? JOURNAL_LIMITS.deadlineMs;
     this.maxBytes = o.maxBytes ?? JOURNAL_LIMITS.maxBytes;
+    this.maxChildren = o.maxChildren ?? JOURNAL_LIMITS.maxChildren;
+  }
+
+  /** Take one of the maxChildren slots (429 when none is free); the release is idempotent. */
+  private slot(): () => void {
+    if (this.bounded >= this.maxChildren) {
+      throw tooMany(`at most ${this.maxChildren} journal queries run at once; ${this.bounded} are running, retry shortly`);
+    }
+    this.bounded++;
+    let done = false;
+    return () => {
+      if (!done) this.bounded--;
+      done = true;
+    };
   }
 
   resolve(): Promise<JournalctlCommand> {
@@ -116,10 +135,11 @@ export class JournalSource {
   }
 
   /** Compile the pattern with the same journalctl (PCRE2) against no journal: "Bad pattern" → 400. */
-  async checkPattern(pattern: string): Promise<void> {
+  async checkPattern(pattern: string, signal?: AbortSignal): Promise<void> {
     const cmd = await this.resolve();
     const args = cmd.args.map((a) => (a.startsWith('--root=') ? '--root=/nonexistent-nodetruth' : a));
-    const { stderr } = await this.run(cmd.file, [...args, '--quiet', '--lines=0', `--grep=${pattern}`], 5000);
+    const { stderr } = await this.run(cmd.file, [...args, '--quiet', '--lines=0', `--grep=${pattern}`], 5000, signal);
+    if (signal?.aborted) return;
     classifyStderr(stderr, 0, { pattern, boot: null });
   }
 
@@ -128,7 +148,16 @@ export class JournalSource {
     if (q.follow) throw new Error('use follow() for follow queries');
     const cmd = await this.resolve();
     const argv = [...cmd.args, ...journalctlArgs(q)];
-    const child = this.spawn(cmd.file, argv);
+    // nobody is waiting for the answer any more: start nothing
+    if (signal?.aborted) return { records: [], warnings: [], truncated: null, command: [cmd.file, ...argv] };
+    const release = this.slot();
+    let child: ChildProcess;
+    try {
+      child = this.spawn(cmd.file, argv);
+    } catch (err) {
+      release();
+      throw err;
+    }
     const parser = new ExportParser();
     const records: JournalRecord[] = [];
     let truncated: JournalResult['truncated'] = null;
@@ -159,7 +188,7 @@ export class JournalSource {
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      await this.reap(child);
+      await this.reap(child).finally(release);
     }
   }
 
@@ -171,9 +200,9 @@ export class JournalSource {
   async *follow(q: JournalQueryJ, signal: AbortSignal): AsyncGenerator<JournalRecord, void, undefined> {
     const cmd = await this.resolve();
     const argv = [...cmd.args, ...journalctlArgs({ ...q, follow: true })];
+    if (signal.aborted) return;
     const child = this.spawn(cmd.file, argv);
     const onAbort = () => child.kill('SIGTERM');
-    if (signal.aborted) onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
     const parser = new ExportParser();
     const stderr = collectStderr(child);
@@ -211,16 +240,28 @@ export class JournalSource {
     }
   }
 
-  private async run(file: string, argv: string[], timeoutMs: number): Promise<{ code: number; stderr: string }> {
-    const child = this.spawn(file, argv);
+  private async run(file: string, argv: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ code: number; stderr: string }> {
+    if (signal?.aborted) return { code: 0, stderr: '' };
+    const release = this.slot();
+    let child: ChildProcess;
+    try {
+      child = this.spawn(file, argv);
+    } catch (err) {
+      release();
+      throw err;
+    }
     const stderr = collectStderr(child);
     child.stdout!.resume();
     const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const onAbort = () => child.kill('SIGKILL');
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const code = await exited(child);
       return { code, stderr: stderr() };
     } finally {
       clearTimeout(t);
+      signal?.removeEventListener('abort', onAbort);
+      await this.reap(child).finally(release);
     }
   }
 }

@@ -19,6 +19,14 @@ export const JOURNAL_LIMITS = {
   maxPatternLength: 1024,
   /** our bound on the bytes returned from a file under /var/log */
   maxFileBytes: 16 * 1024 * 1024,
+  /**
+   * our bound on journalctl children running at once for non-follow work across the
+   * agent (/v1/logs, /v1/kernel's journal fallback, /v1/oom, triage, pattern checks).
+   * Follow streams are bounded by their own limiter (--max-follows). Past the bound a
+   * request is refused with 429, as the follow limiter does: it is the client's load,
+   * not the journal being down (503 would read as an unreadable source).
+   */
+  maxChildren: 4,
 } as const;
 
 /**

@@ -1,5 +1,4 @@
-import type { MemoryEvents } from '../../model/cgroup.js';
-import { readMemoryEventsOfKubepods } from './memory-events.js';
+import { type CgroupMemoryEvents, readMemoryEventsOfKubepods } from './memory-events.js';
 import { parseKubepodsPath, type QosClass } from '../cgroup/kubepods-path.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import type { JournalSource } from '../journal/journalctl.js';
@@ -105,8 +104,11 @@ export class OomSource {
     return { kills: parseOomReports(lines, 'journal'), warnings: res.warnings };
   }
 
-  /** memory.events of every live pod and container cgroup (hierarchical: a pod's survives its containers). */
-  memoryEvents(): Promise<Array<{ path: string; podUid: string; containerId: string | null; qos: QosClass; events: MemoryEvents }>> {
-    return readMemoryEventsOfKubepods(this.hostFs);
+  /**
+   * memory.events of every live pod and container cgroup (hierarchical: a pod's survives
+   * its containers). A cgroup that cannot be listed or read is skipped and named in `warnings`.
+   */
+  memoryEvents(warnings: string[] = []): Promise<CgroupMemoryEvents[]> {
+    return readMemoryEventsOfKubepods(this.hostFs, warnings);
   }
 }
