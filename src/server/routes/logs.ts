@@ -56,10 +56,10 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       }
       if (!q.follow) {
         // the journalctl child ends with the request: killed and reaped when the client goes away
-        const r = await src().journal.query(q, requestSignal(req, reply, { shutdown: deps.shutdown }));
+        const r = await src().journal.query(q, requestSignal(req));
         return { records: r.records, warnings: r.warnings, truncated: r.truncated, command: r.command };
       }
-      if (q.pattern !== null) await src().journal.checkPattern(q.pattern, requestSignal(req, reply, { shutdown: deps.shutdown }));
+      if (q.pattern !== null) await src().journal.checkPattern(q.pattern, requestSignal(req));
       const release = followLimiter(deps).acquire();
       return sendFollow(req, reply, deps, (signal) => src().journal.follow(q, signal), release);
     },
@@ -86,7 +86,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         throw badRequest(`tailLines: must be an integer between 0 and ${MAX_KERNEL_TAIL}`, { param: 'tailLines' });
       }
       const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, pattern: pattern ? await compileKernelPattern(pattern) : null };
-      if (!follow) return src().kernel.read(q, requestSignal(req, reply, { shutdown: deps.shutdown }));
+      if (!follow) return src().kernel.read(q, requestSignal(req));
       const release = followLimiter(deps).acquire();
       return sendFollow(req, reply, deps, (signal) => src().kernel.follow(q, signal), release, (i) => i.kind);
     },
@@ -103,8 +103,8 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         }),
       },
     },
-    async (req, reply) => {
-      const signal = requestSignal(req, reply, { shutdown: deps.shutdown });
+    async (req) => {
+      const signal = requestSignal(req);
       const eventWarnings: string[] = [];
       const [r, events, join] = await Promise.all([
         src().oom.kills(signal),
