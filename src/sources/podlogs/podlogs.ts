@@ -1,22 +1,35 @@
 import { constants, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { gunzip } from 'node:zlib';
-import { promisify } from 'node:util';
-import { ambiguous, badRequest, notFound } from '../../errors.js';
-import type { HostFs } from '../hostfs/hostfs.js';
-import { parseRfc3339Micros } from '../journal/time.js';
-import { LineJoiner, parseCriLog, parseCriLogLine, ROTATED, type LogEntry } from './cri-log.js';
+import { pipeline } from 'node:stream/promises';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { createGunzip } from 'node:zlib';
+import { ambiguous, badRequest, isProblem, notFound } from '../../errors.js';
+import { isGone, type HostFs } from '../hostfs/hostfs.js';
+import { ForwardLines, LineJoiner, LineParts, MAX_HEADER_BYTES, MAX_LINE_BYTES, parseCriLine, ROTATED, type LogEntry, type RawLine, type Stream } from './cri-log.js';
 import { sleep } from '../../util/concurrency.js';
 
-const gunzipAsync = promisify(gunzip);
-
+/**
+ * Every read is bounded three ways: lines (tailLines), bytes of answer
+ * (limitBytes, else defaultLimitBytes) and bytes read from disk (readBudgetBytes).
+ * Reading is chunked and yields to the event loop between chunks, so a 64 MiB
+ * file is never held, nor parsed, in one piece.
+ */
 export const PODLOG_LIMITS = {
   maxTailLines: 100_000,
-  /** bytes read from one file (kubelet rotates at containerLogMaxSize, 10Mi by default) */
-  maxFileBytes: 64 * 1024 * 1024,
-  /** bytes returned when the client sets no limitBytes */
+  /** bytes of message text returned when the client sets no limitBytes */
   defaultLimitBytes: 16 * 1024 * 1024,
-} as const;
+  /** one joined logical line (P parts + F) is kept up to this many bytes, then cut (see cri-log.ts) */
+  maxLineBytes: MAX_LINE_BYTES,
+  /** bytes read from disk for one answer, across the live and rotated files (kubelet keeps 5 x 10Mi by default) */
+  readBudgetBytes: 128 * 1024 * 1024,
+  /** one read from a file */
+  chunkBytes: 64 * 1024,
+  /** a rotated .gz is decompressed as a stream and given up past this much output (a gzip bomb) */
+  gzipMaxOutputBytes: 128 * 1024 * 1024,
+  /** of a .gz, only the newest this many decompressed bytes are kept for the tail */
+  gzipTailBytes: 8 * 1024 * 1024,
+};
+export type PodLogLimits = typeof PODLOG_LIMITS;
 
 export interface PodLogQuery {
   tailLines: number | null;
@@ -37,9 +50,15 @@ export interface LogLocation {
 
 export interface PodLogResult {
   file: string;
+  /** the files read, oldest first */
   files: string[];
   entries: LogEntry[];
+  /** the answer is not all the query asked for; truncatedBy says why */
   truncated: boolean;
+  /** limitBytes: the byte bound of the answer was reached; readBudget: the bytes read from disk (or a .gz's kept tail) ran out first */
+  truncatedBy: 'limitBytes' | 'readBudget' | null;
+  /** lines skipped as not CRI format, lines cut at the line cap, rotated files skipped */
+  warnings: string[];
 }
 
 /** container log file names under /var/log/containers: <pod>_<ns>_<container>-<64 hex>.log */
@@ -52,7 +71,14 @@ const CONTAINERS_LINK = /^(.+)_(.+)_(.+)-([0-9a-f]{64})\.log$/;
  * container id to /var/log/pods/<ns>_<pod>_<uid>/<container>/<attempt>.log.
  */
 export class PodLogs {
-  constructor(private readonly fs: HostFs) {}
+  private readonly limits: PodLogLimits;
+
+  constructor(
+    private readonly fs: HostFs,
+    limits: Partial<PodLogLimits> = {},
+  ) {
+    this.limits = { ...PODLOG_LIMITS, ...limits };
+  }
 
   /** Find a container's log by id or unique id prefix without the runtime. */
   async locateWithoutRuntime(idPrefix: string): Promise<LogLocation> {
@@ -95,142 +121,610 @@ export class PodLogs {
     return path.posix.join(path.posix.dirname(loc.logPath), `${attempt - 1}.log`);
   }
 
-  /** `liveEnd`: read the live file only up to this offset (follow starts exactly there). */
+  /**
+   * Read a container's log. With tailLines or sinceTime the files are read
+   * backwards from the end (newest file first) and reading stops as soon as
+   * the answer is complete; without them the live file is read forward from
+   * its start. `liveEnd`: read the live file only up to this offset.
+   */
   async read(logPath: string, q: PodLogQuery, liveEnd?: number): Promise<PodLogResult> {
-    const files = await this.files(logPath);
-    const need = q.tailLines;
-    let entries: LogEntry[] = [];
-    const used: string[] = [];
-    // newest file first; go back into rotated files while the tail or sinceTime reaches into them
-    for (let i = files.length - 1; i >= 0; i--) {
-      const f = files[i]!;
-      const text = await this.readText(f, i === files.length - 1 ? liveEnd : undefined);
-      if (text === null) {
-        if (i === files.length - 1) throw notFound(`log file ${f} does not exist`);
-        continue;
-      }
-      used.unshift(f);
-      let got = parseCriLog(text, i === files.length - 1);
-      if (q.stream !== 'all') got = got.filter((e) => e.stream === q.stream);
-      const firstUs = got.length ? parseRfc3339Micros(got[0]!.time) : null;
-      if (q.sinceUs !== null) got = got.filter((e) => (parseRfc3339Micros(e.time) ?? 0) >= q.sinceUs!);
-      entries = [...got, ...entries];
-      const olderNeeded =
-        q.sinceUs !== null ? firstUs !== null && firstUs >= q.sinceUs && (need === null || entries.length < need) : need !== null && entries.length < need;
-      if (!olderNeeded) break;
-    }
-    if (need !== null) entries = need === 0 ? [] : entries.slice(-need);
-    const limit = q.limitBytes ?? PODLOG_LIMITS.defaultLimitBytes;
-    let bytes = 0;
-    let truncated = false;
-    const out: LogEntry[] = [];
-    for (const e of entries) {
-      bytes += Buffer.byteLength(e.message) + 1;
-      if (bytes > limit) {
-        truncated = true;
-        break;
-      }
-      out.push(e);
-    }
-    return { file: logPath, files: used, entries: out, truncated };
+    if (q.tailLines === null && q.sinceUs === null) return this.readForward(logPath, q, liveEnd);
+    return (await this.readTail(logPath, q, liveEnd, false)).result;
   }
 
   /** Follow the live file by polling; handles rotation (the file replaced or truncated). */
   async *follow(logPath: string, q: PodLogQuery, signal: AbortSignal, pollMs = 250): AsyncGenerator<LogEntry, void, undefined> {
-    assertPodLogPath(logPath);
-    const real = await this.fs.resolve(logPath);
-    let fh = await open(real).catch((err: NodeJS.ErrnoException) => {
-      throw err.code === 'ENOENT' ? notFound(`log file ${logPath} does not exist`) : err;
-    });
-    let st = await fh.stat();
-    let offset = st.size;
-    // the backlog ends exactly where following starts: nothing lost, nothing twice
-    const start = await this.read(logPath, { ...q, tailLines: q.tailLines ?? (q.sinceUs === null ? 10 : null), limitBytes: null }, offset).catch(async (err: unknown) => {
-      await fh.close();
+    const first = await this.openLog(logPath);
+    if (!first) throw notFound(`log file ${logPath} does not exist`);
+    let fh: fsp.FileHandle | null = first.fh;
+    let ino = first.ino;
+    const cap = this.lineCap(null);
+    const joiner = new LineJoiner(cap);
+    let lines = new ForwardLines(cap + MAX_HEADER_BYTES);
+    let offset: number;
+    let backlog: TailRead;
+    try {
+      // the backlog ends exactly where following starts: nothing lost, nothing twice. Its
+      // trailing unfinished line (no newline yet) is read again by following, and its
+      // unfinished P run is handed to the joiner, so following completes both.
+      backlog = await this.readTail(logPath, { ...q, tailLines: q.tailLines ?? (q.sinceUs === null ? 10 : null), limitBytes: null }, first.size, true);
+      offset = backlog.resumeAt ?? first.size;
+      for (const p of backlog.seeds) joiner.seed(p);
+    } catch (err) {
+      await first.fh.close();
       throw err;
-    });
-    let partial = '';
-    const joiner = new LineJoiner();
+    }
+    const out: RawLine[] = [];
+    const want = (s: Stream) => q.stream === 'all' || q.stream === s;
+    const emit = function* (raws: RawLine[]): Generator<LogEntry> {
+      for (const raw of raws) {
+        const l = parseCriLine(raw.buf, raw.cut);
+        if (!l || !want(l.stream)) continue; // not CRI format: skipped (a follow has no warnings list)
+        const e = joiner.push(l);
+        if (e) yield e;
+      }
+      raws.length = 0;
+    };
+    const drain = async function* (this: PodLogs, h: fsp.FileHandle): AsyncGenerator<LogEntry> {
+      // bounded chunks until the end as it is now: a container that wrote 100 MiB since the
+      // last poll is read 64 KiB at a time, each chunk's lines sent before the next read
+      const buf = Buffer.allocUnsafe(this.limits.chunkBytes);
+      while (!signal.aborted) {
+        const { bytesRead } = await h.read(buf, 0, buf.length, offset);
+        if (bytesRead === 0) return;
+        offset += bytesRead;
+        lines.push(buf.subarray(0, bytesRead), out);
+        yield* emit(out);
+      }
+    }.bind(this);
     try {
       // inside the try: a client that goes away during the backlog ends the generator
       // at one of these yields, and only the finally closes the file then
-      for (const e of start.entries) yield e;
+      for (const e of backlog.result.entries) yield e;
       while (!signal.aborted) {
         await sleep(pollMs, signal);
         if (signal.aborted) break;
-        const now = await fsp.stat(real).catch(() => null);
-        if (now && (now.ino !== st.ino || now.size < offset)) {
-          // rotated: finish the old file, then start the new one from its beginning
-          const rest = await readFrom(fh, offset);
-          if (now.ino !== st.ino) {
-            await fh.close();
-            fh = await open(real);
+        if (fh) {
+          const now = await fsp.stat(await this.fs.resolve(logPath)).catch(() => null);
+          if (!now || now.ino !== ino || now.size < offset) {
+            // rotated (renamed, replaced or truncated): finish the old file first
+            yield* drain(fh);
+            const last = lines.end();
+            if (last) yield* emit([last]);
+            lines = new ForwardLines(cap + MAX_HEADER_BYTES);
+            if (now && now.ino === ino) offset = 0; // truncated in place
+            else {
+              await fh.close();
+              fh = null;
+            }
           }
-          st = await fh.stat();
+        }
+        if (!fh) {
+          // the runtime reopens the file after kubelet renamed it; until then, keep polling
+          const o = await this.openLog(logPath).catch(() => null);
+          if (!o) continue;
+          fh = o.fh;
+          ino = o.ino;
           offset = 0;
-          partial += rest;
         }
-        const more = await readFrom(fh, offset);
-        offset += Buffer.byteLength(more);
-        const text = partial + more;
-        const nl = text.lastIndexOf('\n');
-        if (nl < 0) {
-          partial = text;
-          continue;
-        }
-        partial = text.slice(nl + 1);
-        for (const line of text.slice(0, nl).split('\n')) {
-          const l = parseCriLogLine(line);
-          if (!l || (q.stream !== 'all' && l.stream !== q.stream)) continue;
-          const e = joiner.push(l);
-          if (e) yield e;
-        }
+        yield* drain(fh);
       }
     } finally {
-      await fh.close();
+      await fh?.close();
     }
   }
 
-  private async readText(hostPath: string, end?: number): Promise<string | null> {
+  private lineCap(limitBytes: number | null): number {
+    return Math.max(0, Math.min(this.limits.maxLineBytes, limitBytes ?? this.limits.defaultLimitBytes));
+  }
+
+  /** No tailLines, no sinceTime: the live file from its start, as kubelet reads it, until the answer's byte bound. */
+  private async readForward(logPath: string, q: PodLogQuery, liveEnd?: number): Promise<PodLogResult> {
+    await this.files(logPath); // the same path checks as a tail
+    const o = await this.openLog(logPath);
+    if (!o) throw notFound(`log file ${logPath} does not exist`);
+    const limit = q.limitBytes ?? this.limits.defaultLimitBytes;
+    const cap = this.lineCap(limit);
+    const joiner = new LineJoiner(cap);
+    const lines = new ForwardLines(cap + MAX_HEADER_BYTES);
+    const entries: LogEntry[] = [];
+    const counts = { malformed: 0, cut: 0 };
+    let bytes = 0;
+    let truncatedBy: PodLogResult['truncatedBy'] = null;
+    const add = (e: LogEntry): boolean => {
+      const size = Buffer.byteLength(e.message) + 1;
+      if (bytes + size > limit) {
+        truncatedBy = 'limitBytes';
+        return false;
+      }
+      if (e.cut) counts.cut++;
+      bytes += size;
+      entries.push(e);
+      return true;
+    };
+    const take = (raws: RawLine[]): boolean => {
+      for (const raw of raws) {
+        const l = parseCriLine(raw.buf, raw.cut);
+        if (!l) {
+          if (raw.buf.length > 0) counts.malformed++;
+          continue;
+        }
+        if (q.stream !== 'all' && l.stream !== q.stream) continue;
+        const e = joiner.push(l);
+        if (e && !add(e)) return false;
+      }
+      raws.length = 0;
+      return true;
+    };
+    try {
+      const end = liveEnd === undefined ? o.size : Math.min(liveEnd, o.size);
+      const buf = Buffer.allocUnsafe(this.limits.chunkBytes);
+      const out: RawLine[] = [];
+      let pos = 0;
+      let open = true;
+      while (pos < end && open) {
+        if (pos >= this.limits.readBudgetBytes) {
+          truncatedBy = 'readBudget';
+          break;
+        }
+        const { bytesRead } = await o.fh.read(buf, 0, Math.min(buf.length, end - pos), pos);
+        if (bytesRead === 0) break;
+        pos += bytesRead;
+        lines.push(buf.subarray(0, bytesRead), out);
+        open = take(out);
+        await yieldToLoop();
+      }
+      if (open && truncatedBy === null) {
+        const last = lines.end();
+        if (last) open = take([last]);
+        // unfinished P runs at the end of the file (still being written, or the container died mid-line)
+        for (const e of joiner.flush()) if (open) open = add(e);
+      }
+    } finally {
+      await o.fh.close();
+    }
+    return { file: logPath, files: [logPath], entries, truncated: truncatedBy !== null, truncatedBy, warnings: warningsOf(counts) };
+  }
+
+  /**
+   * The tail: files newest first, each read backwards in chunks; P runs are
+   * joined across chunk and file boundaries. `seed` (follow): the trailing
+   * physical line without a newline is left out and unfinished P runs are
+   * returned as seeds instead of entries.
+   */
+  private async readTail(logPath: string, q: PodLogQuery, liveEnd: number | undefined, seed: boolean): Promise<TailRead> {
+    const files = await this.files(logPath);
+    const limit = q.limitBytes ?? this.limits.defaultLimitBytes;
+    const cap = this.lineCap(limit);
+    const col = new TailCollector({ want: q.tailLines, sinceUs: q.sinceUs, stream: q.stream, limit, cap, seed });
+    const budget = { left: this.limits.readBudgetBytes };
+    const warnings: string[] = [];
+    const used: string[] = [];
+    let outOfData = false;
+    let resumeAt: number | null = null;
+    for (let i = files.length - 1; i >= 0 && !col.done(); i--) {
+      const f = files[i]!;
+      const live = i === files.length - 1;
+      let src: ByteSource;
+      let end: number;
+      let headLost = false;
+      let close = async () => {};
+      if (f.endsWith('.gz')) {
+        const g = await this.gunzipTail(f);
+        if ('skip' in g) {
+          warnings.push(g.skip);
+          if (g.stop) {
+            outOfData = true;
+            break;
+          }
+          continue;
+        }
+        src = memSource(g.buf);
+        end = g.buf.length;
+        headLost = g.headLost;
+        if (headLost) warnings.push(`${path.posix.basename(f)}: only its newest ${g.buf.length} decompressed bytes were read`);
+      } else {
+        let o: OpenLog | null;
+        try {
+          o = await this.openLog(f);
+        } catch (err) {
+          if (live || !isProblem(err)) throw err;
+          warnings.push(`${path.posix.basename(f)} skipped: ${err.message}`);
+          continue;
+        }
+        if (!o) {
+          if (live) throw notFound(`log file ${f} does not exist`);
+          continue;
+        }
+        src = fileSource(o.fh);
+        end = live && liveEnd !== undefined ? Math.min(liveEnd, o.size) : o.size;
+        close = () => o.fh.close();
+      }
+      used.unshift(f);
+      try {
+        const r = await scanBackward(src, end, { chunk: this.limits.chunkBytes, maxLine: cap + MAX_HEADER_BYTES, headLost, excludeTrailing: live && seed }, budget, (batch) => {
+          for (const l of batch) {
+            col.push(l);
+            if (col.done()) return true;
+          }
+          return false;
+        });
+        if (live) resumeAt = r.trailingStart;
+        if (r.outOfData) {
+          outOfData = true;
+          break;
+        }
+      } finally {
+        await close();
+      }
+    }
+    const entries = col.finish(!outOfData);
+    const truncatedBy = col.limitHit ? 'limitBytes' : outOfData && !col.done() ? 'readBudget' : null;
+    if (truncatedBy === 'readBudget') warnings.push(`stopped after reading ${this.limits.readBudgetBytes - budget.left} bytes: older lines were not read`);
+    warnings.unshift(...warningsOf({ malformed: col.malformed, cut: entries.reduce((n, e) => n + (e.cut ? 1 : 0), 0) }));
+    return {
+      result: { file: logPath, files: used, entries, truncated: truncatedBy !== null, truncatedBy, warnings },
+      seeds: col.seeds,
+      resumeAt,
+    };
+  }
+
+  /** A .gz decompressed as a stream with a bounded output, keeping only its newest gzipTailBytes. */
+  private async gunzipTail(f: string): Promise<{ buf: Buffer; headLost: boolean } | { skip: string; stop: boolean }> {
+    const name = path.posix.basename(f);
+    let o: OpenLog | null;
+    try {
+      o = await this.openLog(f);
+    } catch (err) {
+      if (!isProblem(err)) throw err;
+      return { skip: `${name} skipped: ${err.message}`, stop: false };
+    }
+    if (!o) return { skip: `${name} vanished while reading`, stop: false };
+    const ring: Buffer[] = [];
+    let ringBytes = 0;
+    let total = 0;
+    const max = this.limits.gzipMaxOutputBytes;
+    const keep = this.limits.gzipTailBytes;
+    try {
+      await pipeline(o.fh.createReadStream({ start: 0, autoClose: false, highWaterMark: this.limits.chunkBytes }), createGunzip(), async (chunks: AsyncIterable<Buffer>) => {
+        for await (const c of chunks) {
+          total += c.length;
+          if (total > max) throw new GzipTooLarge();
+          ring.push(c);
+          ringBytes += c.length;
+          while (ringBytes - ring[0]!.length >= keep) ringBytes -= ring.shift()!.length;
+        }
+      });
+    } catch (err) {
+      if (err instanceof GzipTooLarge) return { skip: `${name}: decompresses to more than ${max} bytes; it and older files were not read`, stop: true };
+      return { skip: `${name} skipped: not a readable gzip file (${(err as Error).message})`, stop: false };
+    } finally {
+      await o.fh.close();
+    }
+    let buf = Buffer.concat(ring, ringBytes);
+    if (buf.length > keep) buf = buf.subarray(buf.length - keep);
+    return { buf, headLost: buf.length < total };
+  }
+
+  /**
+   * Open a pod log file for reading: the path resolved inside the host root,
+   * the last component not followed (O_NOFOLLOW), and the file actually opened
+   * (its /proc/self/fd link) checked to lie under the host's /var/log; a
+   * directory symlink out of /var/log is refused after the fact, race-free.
+   * null when it does not exist.
+   */
+  private async openLog(hostPath: string): Promise<OpenLog | null> {
+    assertUnderVarLog(hostPath);
     const real = await this.fs.resolve(hostPath);
     let fh: fsp.FileHandle;
     try {
-      fh = await open(real);
+      fh = await fsp.open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      if (isGone(err)) return null;
+      if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw badRequest(`refusing to read ${hostPath}: it is a symbolic link`);
       throw err;
     }
     try {
+      const [where, base] = await Promise.all([fsp.readlink(`/proc/self/fd/${fh.fd}`), this.varLogRoot()]);
+      if (!where.startsWith(`${base}/`)) throw badRequest(`refusing to read ${hostPath}: it resolves outside /var/log of the host`);
       const st = await fh.stat();
       if (!st.isFile()) throw badRequest(`${hostPath} is not a regular file`);
-      const size = end === undefined ? st.size : Math.min(end, st.size);
-      const max = PODLOG_LIMITS.maxFileBytes;
-      const from = !hostPath.endsWith('.gz') && size > max ? size - max : 0;
-      const len = Math.min(size, max);
-      const buf = Buffer.allocUnsafe(len);
-      const { bytesRead } = await fh.read(buf, 0, len, from);
-      let data = buf.subarray(0, bytesRead);
-      if (hostPath.endsWith('.gz')) data = await gunzipAsync(data, { maxOutputLength: max });
-      let text = data.toString('utf8');
-      if (from > 0) text = text.slice(text.indexOf('\n') + 1); // drop the cut first line
-      return text;
-    } finally {
+      return { fh, size: st.size, ino: st.ino };
+    } catch (err) {
       await fh.close();
+      throw err;
     }
+  }
+
+  /** where the host's /var/log really is (it may itself be a link, e.g. to a bigger disk) */
+  private async varLogRoot(): Promise<string> {
+    return fsp.realpath(await this.fs.resolve('/var/log'));
   }
 }
 
-async function open(real: string): Promise<fsp.FileHandle> {
-  return fsp.open(real, constants.O_RDONLY | constants.O_NONBLOCK);
+interface OpenLog {
+  fh: fsp.FileHandle;
+  size: number;
+  ino: number;
 }
 
-async function readFrom(fh: fsp.FileHandle, offset: number): Promise<string> {
-  const st = await fh.stat();
-  const len = Math.min(st.size - offset, PODLOG_LIMITS.maxFileBytes);
-  if (len <= 0) return '';
-  const buf = Buffer.allocUnsafe(len);
-  const { bytesRead } = await fh.read(buf, 0, len, offset);
-  return buf.toString('utf8', 0, bytesRead);
+interface TailRead {
+  result: PodLogResult;
+  /** follow: unfinished P runs at the end of the live file, for the joiner */
+  seeds: LineParts[];
+  /** follow: where the live file's trailing line without a newline starts (following reads it again) */
+  resumeAt: number | null;
+}
+
+class GzipTooLarge extends Error {}
+
+function warningsOf(c: { malformed: number; cut: number }): string[] {
+  const w: string[] = [];
+  if (c.malformed > 0) w.push(`skipped ${c.malformed} malformed lines (not CRI log format)`);
+  if (c.cut > 0) w.push(`${c.cut} lines longer than the line cap were cut (their entries carry cut: true)`);
+  return w;
+}
+
+/** random access to bytes: a file, or a decompressed .gz tail in memory */
+interface ByteSource {
+  read(pos: number, len: number): Promise<Buffer>;
+}
+
+const fileSource = (fh: fsp.FileHandle): ByteSource => ({
+  async read(pos, len) {
+    const b = Buffer.allocUnsafe(len);
+    const { bytesRead } = await fh.read(b, 0, len, pos);
+    return b.subarray(0, bytesRead);
+  },
+});
+
+const memSource = (buf: Buffer): ByteSource => ({
+  read: async (pos, len) => buf.subarray(pos, pos + len),
+});
+
+/**
+ * Physical lines of [0, end) from the end backwards, newest first, handed to
+ * `sink` one chunk's worth at a time (true from sink: stop). A line longer
+ * than `maxLine` is not held whole: only its position is kept while the scan
+ * looks for its start, then its head is read again. `headLost`: the source
+ * starts mid-line (a .gz tail), so its first line is dropped.
+ */
+async function scanBackward(
+  src: ByteSource,
+  end: number,
+  o: { chunk: number; maxLine: number; headLost: boolean; excludeTrailing: boolean },
+  budget: { left: number },
+  sink: (batch: RawLine[]) => boolean,
+): Promise<{ outOfData: boolean; trailingStart: number }> {
+  let pos = end;
+  let carry: Buffer[] = [];
+  let carryBytes = 0;
+  let overflow = false;
+  let first = true;
+  let trailingStart = end;
+  const lineOf = async (piece: Buffer, lineStart: number): Promise<RawLine> => {
+    let r: RawLine;
+    if (overflow) r = { buf: await src.read(lineStart, o.maxLine), cut: true };
+    else {
+      const buf = carryBytes === 0 ? piece : Buffer.concat([piece, ...carry]);
+      r = buf.length > o.maxLine ? { buf: buf.subarray(0, o.maxLine), cut: true } : { buf, cut: false };
+    }
+    carry = [];
+    carryBytes = 0;
+    overflow = false;
+    return r;
+  };
+  while (pos > 0) {
+    if (budget.left <= 0) return { outOfData: true, trailingStart };
+    const len = Math.min(o.chunk, pos, budget.left);
+    const start = pos - len;
+    const buf = await src.read(start, len);
+    if (buf.length < len) return { outOfData: true, trailingStart }; // the file shrank under us
+    budget.left -= len;
+    const batch: RawLine[] = [];
+    let j = buf.length;
+    for (;;) {
+      const i = j > 0 ? buf.lastIndexOf(0x0a, j - 1) : -1;
+      if (i < 0) break;
+      const line = await lineOf(buf.subarray(i + 1, j), start + i + 1);
+      if (first) {
+        first = false;
+        trailingStart = start + i + 1;
+        if (!o.excludeTrailing && line.buf.length > 0) batch.push(line);
+      } else if (line.buf.length > 0) batch.push(line);
+      j = i;
+    }
+    if (j > 0 && !overflow) {
+      carry.unshift(buf.subarray(0, j));
+      carryBytes += j;
+      if (carryBytes > o.maxLine) {
+        overflow = true;
+        carry = [];
+        carryBytes = 0;
+      }
+    }
+    pos = start;
+    if (batch.length > 0 && sink(batch)) return { outOfData: false, trailingStart };
+    await yieldToLoop();
+  }
+  if (o.headLost) return { outOfData: true, trailingStart };
+  // the first line of the source
+  const line = await lineOf(Buffer.alloc(0), 0);
+  if (first) {
+    trailingStart = 0;
+    if (o.excludeTrailing) return { outOfData: false, trailingStart };
+  }
+  if (line.buf.length > 0) sink([line]);
+  return { outOfData: false, trailingStart };
+}
+
+interface Group {
+  p: LineParts;
+  complete: boolean;
+  dropped: boolean;
+}
+
+/**
+ * Assembles the tail from physical lines seen newest first. A logical line is
+ * found from its end (its F, or the last P of an unfinished run) and completed
+ * when the line before it in the same stream shows up; answers are ordered by
+ * where each logical line ends. Holds at most the answer's byte bound plus one
+ * capped line per stream.
+ */
+class TailCollector {
+  private groups: Array<Group | null> = [];
+  private head = 0;
+  private admitted: LogEntry[] = []; // newest first
+  private admittedBytes = 0;
+  private heldBytes = 0; // message bytes of groups[head..]
+  private pending: Record<Stream, Group | null> = { stdout: null, stderr: null };
+  private closed: Record<Stream, boolean>;
+  private seeding: Record<Stream, LineParts | null> = { stdout: null, stderr: null };
+  private created = 0;
+  /** no more logical lines are wanted: only the pending ones are completed */
+  private full: boolean;
+  limitHit = false;
+  malformed = 0;
+  readonly seeds: LineParts[] = [];
+
+  constructor(private readonly q: { want: number | null; sinceUs: number | null; stream: 'stdout' | 'stderr' | 'all'; limit: number; cap: number; seed: boolean }) {
+    this.closed = { stdout: q.stream === 'stderr', stderr: q.stream === 'stdout' };
+    this.full = q.want === 0;
+    if (this.full) this.closed = { stdout: true, stderr: true };
+  }
+
+  done(): boolean {
+    if (this.seeding.stdout || this.seeding.stderr) return false;
+    return (this.closed.stdout && this.closed.stderr) || (this.full && !this.pending.stdout && !this.pending.stderr);
+  }
+
+  push(raw: RawLine): void {
+    const l = parseCriLine(raw.buf, raw.cut);
+    if (!l) {
+      this.malformed++;
+      return;
+    }
+    const s = l.stream;
+    if (this.closed[s]) return;
+    const old = this.q.sinceUs !== null && l.us < this.q.sinceUs;
+    const sd = this.seeding[s];
+    if (sd) {
+      if (l.partial) {
+        if (old) {
+          this.seeding[s] = null;
+          this.closed[s] = true;
+        } else sd.prepend(l);
+        return;
+      }
+      // an F: the unfinished run starts right after it
+      this.seeds.push(sd);
+      this.seeding[s] = null;
+    }
+    const g = this.pending[s];
+    if (old) {
+      // CRI log lines are in time order: nothing of this stream before here is wanted
+      if (g) {
+        if (l.partial) {
+          g.dropped = true; // its first part is older than sinceTime
+          this.heldBytes -= g.p.bytes;
+        } else g.complete = true;
+        this.pending[s] = null;
+      }
+      this.closed[s] = true;
+      this.admit();
+      return;
+    }
+    if (g && l.partial) {
+      this.heldBytes += g.p.prepend(l);
+      this.prune();
+      return;
+    }
+    if (g) {
+      g.complete = true;
+      this.pending[s] = null;
+    }
+    if (l.partial && this.q.seed) {
+      this.seeding[s] = new LineParts(l, this.q.cap);
+      return;
+    }
+    if (this.full) {
+      this.closed[s] = true;
+      this.admit();
+      return;
+    }
+    // l ends a logical line: an F, or the last P of a run that never got its F
+    const ng: Group = { p: new LineParts(l, this.q.cap), complete: false, dropped: false };
+    this.groups.push(ng);
+    this.heldBytes += ng.p.bytes;
+    this.pending[s] = ng;
+    if (this.q.want !== null && ++this.created >= this.q.want) this.full = true;
+    this.admit();
+    this.prune();
+  }
+
+  /** `reachedStart`: every file was read to its start, so pending lines are complete; else they lack their head */
+  finish(reachedStart: boolean): LogEntry[] {
+    for (const s of ['stdout', 'stderr'] as const) {
+      const g = this.pending[s];
+      if (g) {
+        g.complete = true;
+        if (!reachedStart) g.p.cut = true;
+        this.pending[s] = null;
+      }
+      const sd = this.seeding[s];
+      if (sd) this.seeds.push(sd);
+      this.seeding[s] = null;
+    }
+    this.admit();
+    return this.admitted.reverse();
+  }
+
+  /** move complete lines, newest first, into the answer while they fit its byte bound */
+  private admit(): void {
+    while (this.head < this.groups.length) {
+      const g = this.groups[this.head]!;
+      if (!g.complete && !g.dropped) return;
+      this.groups[this.head++] = null;
+      if (g.dropped) continue;
+      this.heldBytes -= g.p.bytes;
+      const size = g.p.bytes + 1;
+      if (this.admittedBytes + size > this.q.limit) {
+        this.hitLimit();
+        return;
+      }
+      this.admitted.push(g.p.entry());
+      this.admittedBytes += size;
+    }
+  }
+
+  private hitLimit(): void {
+    this.limitHit = true;
+    this.full = true;
+    this.closed = { stdout: true, stderr: true };
+    this.pending = { stdout: null, stderr: null };
+    this.seeding = { stdout: null, stderr: null };
+    this.groups.length = this.head;
+    this.heldBytes = 0;
+  }
+
+  /**
+   * Lines wait behind an older-ending one still being completed (a long P run
+   * of the other stream). Those that cannot fit the byte bound even so are
+   * dropped now, so what is held stays within the bound.
+   */
+  private prune(): void {
+    while (this.groups.length > this.head + 1 && this.admittedBytes + this.heldBytes + (this.groups.length - this.head) > this.q.limit) {
+      const g = this.groups.pop()!;
+      this.heldBytes -= g.p.bytes;
+      const s = g.p.stream;
+      if (this.pending[s] === g) {
+        this.pending[s] = null;
+        this.closed[s] = true;
+      }
+      this.limitHit = true;
+      this.full = true;
+    }
+  }
 }
 
 export function attemptOf(p: string): number | null {
@@ -240,7 +734,10 @@ export function attemptOf(p: string): number | null {
 
 /** Container logs live under /var/log (kubelet's podLogsRootDirectory); anything else is refused. */
 function assertPodLogPath(p: string): void {
-  const norm = path.posix.resolve('/', p);
-  if (!norm.startsWith('/var/log/') || !norm.endsWith('.log')) throw badRequest(`refusing to read ${p}: container logs live under /var/log and end in .log`);
+  assertUnderVarLog(p);
+  if (!path.posix.resolve('/', p).endsWith('.log')) throw badRequest(`refusing to read ${p}: container logs live under /var/log and end in .log`);
 }
 
+function assertUnderVarLog(p: string): void {
+  if (!path.posix.resolve('/', p).startsWith('/var/log/')) throw badRequest(`refusing to read ${p}: container logs live under /var/log and end in .log`);
+}

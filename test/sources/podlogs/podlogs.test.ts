@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
-import { parseCriLog, parseCriLogLine } from '../../../src/sources/podlogs/cri-log.js';
+import { parseCriLogLine } from '../../../src/sources/podlogs/cri-log.js';
 import { PodLogs, type PodLogQuery } from '../../../src/sources/podlogs/podlogs.js';
 import { LOG_CONTAINER_ID, LOG_DIR, line, writePodLogs } from '../../fixtures/podlogs.js';
 import { rejectsStatus } from '../../helpers/problem.js';
@@ -20,14 +20,16 @@ t.test('CRI line format', async (t) => {
     us: 1795974148926903,
     stream: 'stdout',
     partial: false,
-    message: 'hello world',
+    message: Buffer.from('hello world'),
+    cut: false,
   });
-  t.match(parseCriLogLine('2026-11-29T17:42:28.9Z stderr P '), { partial: true, message: '' });
-  t.match(parseCriLogLine('2026-11-29T17:42:28.9Z stdout F'), { message: '' });
+  t.same(parseCriLogLine('2026-11-29T17:42:28.9Z stderr P ')?.message, Buffer.alloc(0));
+  t.equal(parseCriLogLine('2026-11-29T17:42:28.9Z stderr P ')?.partial, true);
+  t.same(parseCriLogLine('2026-11-29T17:42:28.9Z stdout F')?.message, Buffer.alloc(0));
+  t.equal(parseCriLogLine('2026-11-29T17:42:28.9Z stdout F:x y')?.partial, false, 'a tag with a suffix');
   t.equal(parseCriLogLine('garbage'), null);
   t.equal(parseCriLogLine('2026-11-29T17:42:28.9Z stdin F x'), null);
   t.equal(parseCriLogLine('2026-11-29T17:42:28.9Z stdout X x'), null);
-  t.same(parseCriLog('2026-11-29T17:42:28.9Z stdout P a\n2026-11-29T17:42:29.9Z stdout P b').map((e) => e.message), ['ab'], 'unfinished partial flushed');
 });
 
 t.test('live file: P parts joined per stream, tail counts logical lines', async (t) => {
@@ -41,7 +43,8 @@ t.test('live file: P parts joined per stream, tail counts logical lines', async 
       ['stdout', 'ünïcödé ✓ and a tab\there'],
     ],
   );
-  t.same(r.files, [`${LOG_DIR}/1.log`], 'the tail did not reach the rotated files');
+  // the newest stderr line could be the F of a P run begun in the file before: one line of it is read to know
+  t.same(r.files, [`${LOG_DIR}/1.log.20261129-170330`, `${LOG_DIR}/1.log`], 'the tail did not reach the gzipped file');
   t.equal(r.entries[1]!.time, line(301, 'stdout', 'P', '').split(' ')[0], 'a joined line has its first part\'s time');
 });
 
