@@ -4,6 +4,7 @@ import { CriClient } from './sources/cri/client.js';
 import { RuntimeView } from './sources/cri/runtime-view.js';
 import { HostFs } from './sources/hostfs/hostfs.js';
 import { lazyKubeAccess } from './sources/kube/api.js';
+import { procReadiness } from './sources/proc/limiter.js';
 import type { AppDeps, ReadinessCheck } from './server/deps.js';
 
 /** Paths pino must never print, wherever they appear in a log object. */
@@ -31,6 +32,8 @@ export function createDeps(config: Config, log: Logger, shutdown: AbortSignal): 
     const ok = await hostFs.exists('/proc/self/stat');
     return { ok, detail: ok ? `reading the host under ${config.hostRoot}` : `no /proc under ${config.hostRoot}` };
   });
+  // cmdline reads stuck on a process's memory map (sources/proc/limiter.ts): not green while they hang
+  readiness.set('proc', async () => procReadiness());
   const kube = lazyKubeAccess({ kubeconfig: config.kubeconfig });
   return { config, log, hostFs, cri, runtime, kube, readiness, shutdown };
 }

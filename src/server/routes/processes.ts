@@ -5,6 +5,7 @@ import { runtimeIndex } from '../../sources/cgroup/names.js';
 import { matchCgroupId, requireV2 } from '../../sources/cgroup/view.js';
 import { containerNamespaces, containerProcesses } from '../../sources/proc/containers.js';
 import type { AppDeps } from '../deps.js';
+import { requestSignal } from '../request-signal.js';
 import { idParams, query } from '../schemas.js';
 import { humanSize } from '../table.js';
 import { namesDeadline } from './cgroups.js';
@@ -42,8 +43,9 @@ export const processRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
     },
     async (req) => {
       const { target } = await containerCgroup(req.params.id, false);
-      const items = await containerProcesses(fs, target);
-      return { containerId: target.containerId, podUid: target.podUid, cgroup: target.path, items };
+      // cmdline reads can block on the target's memory map: bounded per request, see sources/proc/limiter.ts
+      const { items, warnings } = await containerProcesses(fs, target, requestSignal(req));
+      return { containerId: target.containerId, podUid: target.podUid, cgroup: target.path, items, warnings };
     },
   );
 

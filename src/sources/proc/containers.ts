@@ -4,17 +4,19 @@
  * namespace: nodetruth must run with the host's (hostPID, as the kubectl debug
  * node profile gives it) for them to match <host-root>/proc.
  */
-import type { NamespaceEntry, ProcessInfo } from '../../model/process.js';
+import type { NamespaceEntry } from '../../model/process.js';
 import { notFound } from '../../errors.js';
 import { type FoundCgroup, readProcs } from '../cgroup/cgroups.js';
 import type { RuntimeIndex } from '../cgroup/names.js';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { classifyNamespaces, mainProcess, readProcesses } from './proc.js';
+import { classifyNamespaces, cmdlineWarnings, mainProcess, ProcBudget, readProcesses, type ProcessRow } from './proc.js';
 
-export async function containerProcesses(fs: HostFs, c: FoundCgroup): Promise<ProcessInfo[]> {
+/** The processes of a container cgroup, cmdlines within the request's budget (see limiter.ts). */
+export async function containerProcesses(fs: HostFs, c: FoundCgroup, signal?: AbortSignal): Promise<{ items: ProcessRow[]; warnings: string[] }> {
   const pids = await readProcs(fs, c.dir);
   if (pids === null) throw notFound(`the cgroup of container ${c.containerId} vanished (the container exited)`);
-  return readProcesses(fs, pids);
+  const items = await readProcesses(fs, pids, 16, { budget: new ProcBudget(), ...(signal ? { signal } : {}) });
+  return { items, warnings: cmdlineWarnings(items) };
 }
 
 export type SandboxSource = 'runtime' | 'earliest-process' | 'self';
@@ -42,7 +44,8 @@ export interface ContainerNamespaces {
 async function mainPid(fs: HostFs, c: FoundCgroup): Promise<{ pid: number; startTicks: number } | null> {
   const pids = await readProcs(fs, c.dir);
   if (!pids || pids.length === 0) return null;
-  const main = mainProcess(await readProcesses(fs, pids));
+  // stat and status say which is the main process; no cmdline needed (nor its risk)
+  const main = mainProcess(await readProcesses(fs, pids, 16, { cmdline: false }));
   return main && { pid: main.pid, startTicks: main.startTicks };
 }
 

@@ -10,6 +10,7 @@ import { redactArgs } from '../../redact.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { mapLimit } from '../../util/concurrency.js';
+import { PROC_LIMITS, procReads, readBlocking, type BlockingReadLimiter } from './limiter.js';
 import { kbToBytes, parseCmdline, parseNsLink, parseProcStat, parseProcStatus } from './parse.js';
 
 const PID_RE = /^[1-9]\d{0,9}$/;
@@ -17,17 +18,73 @@ const assertPid = (pid: number) => {
   if (!Number.isInteger(pid) || pid < 1 || pid > 0x7fffffff) throw new RangeError(`not a pid: ${pid}`);
 };
 
+/** A process row; says so when its cmdline could not be read or was cut. */
+export interface ProcessRow extends ProcessInfo {
+  /** why cmdline is empty although it was not read as empty (a stuck read, the request's budget) */
+  cmdlineUnavailable?: string;
+  /** cmdline was longer than PROC_LIMITS.cmdlineMaxBytes and is cut there */
+  cmdlineTruncated?: true;
+}
+
+/**
+ * What one request may spend on cmdline reads (the ones that can block, see
+ * limiter.ts): a number of pids and a time; past either, rows are listed from
+ * stat and status alone, each saying why its cmdline is missing.
+ */
+export class ProcBudget {
+  pidsLeft: number;
+  readonly deadline: number;
+  skipped = 0;
+  constructor(
+    readonly maxPids: number = PROC_LIMITS.maxCmdlinePids,
+    readonly ms: number = PROC_LIMITS.cmdlineBudgetMs,
+    readonly limiter: BlockingReadLimiter = procReads,
+    readonly maxBytes: number = PROC_LIMITS.cmdlineMaxBytes,
+  ) {
+    this.pidsLeft = maxPids;
+    this.deadline = Date.now() + ms;
+  }
+  /** null: go ahead; else why not */
+  take(): string | null {
+    if (this.pidsLeft <= 0) return `not read: the request's budget of ${this.maxPids} cmdlines is spent`;
+    if (Date.now() >= this.deadline) return `not read: the request's ${this.ms} ms budget for cmdline reads is spent`;
+    this.pidsLeft--;
+    return null;
+  }
+}
+
+export interface ReadProcessOptions {
+  /** read cmdline (default true); false for callers that only need stat/status (the main process) */
+  cmdline?: boolean;
+  budget?: ProcBudget;
+  signal?: AbortSignal;
+}
+
 /** stat, status and cmdline of one process; null when it is gone. */
-export async function readProcess(fs: HostFs, pid: number): Promise<ProcessInfo | null> {
+export async function readProcess(fs: HostFs, pid: number, opts: ReadProcessOptions = {}): Promise<ProcessRow | null> {
   assertPid(pid);
   const dir = await fs.dir(`/proc/${pid}`);
-  const [statText, statusText, cmdText] = await Promise.all([
-    readInNoLink(fs, dir, 'stat', 16 * 1024),
-    readInNoLink(fs, dir, 'status', 64 * 1024),
-    readInNoLink(fs, dir, 'cmdline', 128 * 1024),
-  ]);
+  const [statText, statusText] = await Promise.all([readInNoLink(fs, dir, 'stat', 16 * 1024), readInNoLink(fs, dir, 'status', 64 * 1024)]);
   const stat = parseProcStat(statText);
   if (!stat) return null;
+  let cmdText: string | null = null;
+  let unavailable: string | undefined;
+  let truncated = false;
+  if (opts.cmdline !== false) {
+    // only after stat said the process is there: a listing of vanished pids spends no budget
+    const budget = opts.budget ?? new ProcBudget(1);
+    const no = opts.signal?.aborted ? 'not read: the request ended' : budget.take();
+    if (no) {
+      unavailable = no;
+      budget.skipped++;
+    } else {
+      const r = await budget.limiter.run(() => readBlocking(`${dir.realPath}/cmdline`, budget.maxBytes), opts.signal);
+      if (r.ok) {
+        cmdText = r.value?.text ?? null;
+        truncated = r.value?.truncated ?? false;
+      } else unavailable = `not read: ${r.reason}`;
+    }
+  }
   const status = parseProcStatus(statusText);
   const threads = Number(status?.get('Threads'));
   const ppid = Number(status?.get('PPid'));
@@ -41,14 +98,27 @@ export async function readProcess(fs: HostFs, pid: number): Promise<ProcessInfo 
     rssBytes: kbToBytes(status?.get('VmRSS')),
     threads: Number.isInteger(threads) ? threads : stat.numThreads,
     startTicks: stat.startTicks,
+    ...(unavailable === undefined ? {} : { cmdlineUnavailable: unavailable }),
+    ...(truncated ? { cmdlineTruncated: true as const } : {}),
   };
 }
 
 /** Records for many pids with bounded concurrency, in pid order; vanished pids dropped. */
-export async function readProcesses(fs: HostFs, pids: readonly number[], concurrency = 16): Promise<ProcessInfo[]> {
+export async function readProcesses(fs: HostFs, pids: readonly number[], concurrency = 16, opts: ReadProcessOptions = {}): Promise<ProcessRow[]> {
   const sorted = [...new Set(pids)].sort((a, b) => a - b);
-  const read = await mapLimit(sorted, concurrency, (pid) => readProcess(fs, pid));
-  return read.filter((p): p is ProcessInfo => p !== null);
+  const budget = opts.budget ?? new ProcBudget();
+  const read = await mapLimit(sorted, concurrency, (pid) => readProcess(fs, pid, { ...opts, budget }));
+  return read.filter((p): p is ProcessRow => p !== null);
+}
+
+/** Warnings for a listing's rows without a cmdline: a few named, the rest counted. */
+export function cmdlineWarnings(rows: readonly ProcessRow[], named = 10): string[] {
+  const missing = rows.filter((r) => r.cmdlineUnavailable !== undefined);
+  const out = missing.slice(0, named).map((r) => `pid ${r.pid}: cmdline ${r.cmdlineUnavailable}`);
+  if (missing.length > named) out.push(`${missing.length - named} more pids without cmdline`);
+  const cut = rows.filter((r) => r.cmdlineTruncated).length;
+  if (cut > 0) out.push(`${cut} cmdlines cut at ${PROC_LIMITS.cmdlineMaxBytes} bytes`);
+  return out;
 }
 
 /**
