@@ -113,10 +113,12 @@ export async function compileUserPattern(p: string, param = 'pattern'): Promise<
 }
 
 /**
- * journalctl (systemd's pattern_compile_and_log) goes case-insensitive unless
- * the pattern has an upper-case letter; a letter that is part of an escape
- * (`\S`, `\W`, `\pL`, `\p{Greek}`, `\x{1F600}`) or a group name is syntax, not
- * text, so it does not count.
+ * Smart case: journalctl goes case-insensitive unless `[[:upper:]]` matches
+ * anywhere in the pattern, so even `\S+` turns it case-sensitive. Here a
+ * letter that is part of an escape (`\S`, `\W`, `\pL`, `\p{Greek}`,
+ * `\x{1F600}`) or of a group name is syntax, not text, and does not count:
+ * `\S+ killed` still matches "KILLED". Under case folding `\p{Lu}` matches
+ * any cased letter (RE2); `(?-i)` asks for case explicitly.
  */
 export function hasCapitalOutsideEscapes(p: string): boolean {
   const upper = /\p{Lu}/u;
