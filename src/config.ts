@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,7 +17,10 @@ const FLAGS = {
   'cri-timeout': { env: 'NODETRUTH_CRI_TIMEOUT', help: 'deadline of every CRI call (default 2s)' },
   auth: { env: 'NODETRUTH_AUTH', help: 'none | kubernetes (TokenReview + SubjectAccessReview)' },
   'auth-audiences': { env: 'NODETRUTH_AUTH_AUDIENCES', help: 'comma-separated audiences for the TokenReview (default: none)' },
-  'auth-resource': { env: 'NODETRUTH_AUTH_RESOURCE', help: 'resource/subresource checked with SubjectAccessReview (default nodes/proxy)' },
+  'auth-resource': { env: 'NODETRUTH_AUTH_RESOURCE', help: 'resource/subresource checked with SubjectAccessReview (default nodes/nodetruth)' },
+  tls: { env: 'NODETRUTH_TLS', help: 'auto (TLS unless the listen address is loopback) | on | off (loopback only)' },
+  'tls-cert-file': { env: 'NODETRUTH_TLS_CERT_FILE', help: 'PEM certificate (chain) to serve, e.g. from a Secret; re-read when it changes (default: self-signed, made at start)' },
+  'tls-key-file': { env: 'NODETRUTH_TLS_KEY_FILE', help: 'PEM private key of --tls-cert-file' },
   'node-name': { env: 'NODETRUTH_NODE_NAME', help: 'node name for the API-server view and metric labels (default $NODE_NAME, else hostname)' },
   kubeconfig: { env: 'NODETRUTH_KUBECONFIG', help: 'kubeconfig for the API-server view and auth (default $KUBECONFIG, else in-cluster)' },
   'kmsg-path': { env: 'NODETRUTH_KMSG_PATH', help: 'kernel log device (default <host-root>/dev/kmsg); a regular file is read one record per line' },
@@ -68,7 +72,14 @@ const schema = z
     authResource: z
       .string()
       .regex(/^[a-z0-9.-]+(\/[a-z0-9.-]+)?$/, 'expected resource or resource/subresource')
-      .default('nodes/proxy'),
+      // A subresource of nodes that nothing else serves: RBAC grants it like any other
+      // (nodes/proxy would also open the kubelet's API through the API server).
+      .default('nodes/nodetruth'),
+    tls: z.enum(['auto', 'on', 'off']).default('auto'),
+    tlsCertFile: z.string().min(1).nullable(),
+    tlsKeyFile: z.string().min(1).nullable(),
+    /** $NODE_IP (downward API status.hostIP): a SAN of the self-signed certificate */
+    nodeIp: z.string().refine((s) => isIP(s) !== 0, '$NODE_IP: expected an IP address').nullable(),
     nodeName: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a DNS-1123 subdomain'),
     kubeconfig: z.string().nullable(),
     kmsgPath: z.string().nullable(),
@@ -85,9 +96,27 @@ const schema = z
         message: `refusing to listen on non-loopback ${c.listen.host} without --auth kubernetes`,
       });
     }
+    if (c.tls === 'off' && !isLoopback(c.listen.host)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tls'],
+        message: `refusing to serve plain HTTP on non-loopback ${c.listen.host}: bearer tokens would cross the network in clear. Drop --tls=off (a self-signed certificate is made at start) or pass --tls-cert-file and --tls-key-file`,
+      });
+    }
+    if ((c.tlsCertFile === null) !== (c.tlsKeyFile === null)) {
+      ctx.addIssue({ code: 'custom', path: [c.tlsCertFile === null ? 'tlsCertFile' : 'tlsKeyFile'], message: 'pass both --tls-cert-file and --tls-key-file, or neither' });
+    }
+    if (c.tls === 'off' && c.tlsCertFile !== null) {
+      ctx.addIssue({ code: 'custom', path: ['tls'], message: '--tls=off contradicts --tls-cert-file' });
+    }
   });
 
 export type Config = z.output<typeof schema>;
+
+/** Whether `serve` speaks TLS: always off loopback, on loopback when asked (--tls=on or a certificate file). */
+export function tlsEnabled(c: Pick<Config, 'tls' | 'tlsCertFile' | 'listen'>): boolean {
+  return c.tls === 'on' || (c.tls === 'auto' && (!isLoopback(c.listen.host) || c.tlsCertFile !== null));
+}
 
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
@@ -120,6 +149,9 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
   raw.nodeName ??= env.NODE_NAME || hostname().toLowerCase();
   raw.kubeconfig ??= env.KUBECONFIG || null;
   raw.kmsgPath ??= null;
+  raw.tlsCertFile ??= null;
+  raw.tlsKeyFile ??= null;
+  raw.nodeIp ??= env.NODE_IP || null;
   if (raw.criTimeout !== undefined) raw.criTimeoutMs = raw.criTimeout;
   delete raw.criTimeout;
   raw.criEndpoint ??= defaultCriEndpoint(String(raw.hostRoot));
@@ -127,7 +159,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
   if (!result.success) {
     const lines = result.error.issues.map((i) => {
       const key = String(i.path[0] ?? '');
-      const flag = key === 'criTimeoutMs' ? 'cri-timeout' : key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+      const flag = key === 'criTimeoutMs' ? 'cri-timeout' : key === 'nodeIp' ? '' : key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
       return flag ? `--${flag}: ${i.message}` : i.message;
     });
     throw new ConfigError(lines.join('\n'));

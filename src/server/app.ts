@@ -1,3 +1,4 @@
+import type { Server as TlsServer } from 'node:tls';
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -17,12 +18,19 @@ import { nodeRoutes } from './routes/node.js';
 import { processRoutes } from './routes/processes.js';
 import { runtimeRoutes } from './routes/runtime.js';
 import { triageRoutes } from './routes/triage.js';
+import { loadTls, watchTlsFiles, type TlsMaterial } from './tls.js';
 
 export type App = FastifyInstance;
 
-/** The HTTP API over the sources in `deps`. Listening is the caller's business. */
-export async function buildApp(deps: AppDeps): Promise<App> {
+/**
+ * The HTTP API over the sources in `deps`. Listening is the caller's business.
+ * TLS (src/server/tls.ts) comes from the config unless `opts.tls` gives it (null: plain HTTP).
+ */
+export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null } = {}): Promise<App> {
+  const tls = opts.tls === undefined ? await loadTls(deps.config, deps.log) : opts.tls;
   const app = Fastify({
+    // typed as plain HTTP either way: an https.Server is one to everything here
+    ...(tls ? ({ https: { key: tls.key, cert: tls.cert, minVersion: 'TLSv1.2' } } as object) : {}),
     loggerInstance: deps.log as FastifyBaseLogger,
     // the audit hook writes one line per request instead of fastify's two
     logController: new LogController({ disableRequestLogging: true }),
@@ -57,7 +65,11 @@ export async function buildApp(deps: AppDeps): Promise<App> {
   if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
 
-  await app.register(healthRoutes, { deps });
+  if (tls?.source === 'file') {
+    const watch = watchTlsFiles(tls, (key, cert) => (app.server as unknown as TlsServer).setSecureContext({ key, cert, minVersion: 'TLSv1.2' }), deps.log);
+    app.addHook('onClose', async () => watch.stop());
+  }
+  await app.register(healthRoutes, { deps, tls: () => tls });
   await app.register(runtimeRoutes, { deps });
   await app.register(cgroupRoutes, { deps });
   await app.register(processRoutes, { deps });

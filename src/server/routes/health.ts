@@ -2,11 +2,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VERSION } from '../../version.js';
 import type { AppDeps, SourceReadiness } from '../deps.js';
 import { query } from '../schemas.js';
+import { publicTlsInfo, type TlsMaterial } from '../tls.js';
 
 /** How long /readyz waits for any one source: a wedged runtime must not wedge readiness. */
 const CHECK_TIMEOUT_MS = 1000;
 
-export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; tls?: () => TlsMaterial | null }> = async (app, { deps, tls = () => null }) => {
   app.get('/healthz', { schema: { summary: 'The agent is alive', querystring: query({}) } }, async () => ({ status: 'ok', version: VERSION }));
 
   app.get(
@@ -17,9 +18,12 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
         querystring: query({}),
       },
       config: {
-        table: (b: { sources: Record<string, SourceReadiness> }) => ({
+        table: (b: { sources: Record<string, SourceReadiness>; tls: ReturnType<typeof publicTlsInfo> }) => ({
           columns: ['SOURCE', 'OK', 'DETAIL'],
-          rows: Object.entries(b.sources).map(([name, s]) => [name, s.ok, s.detail]),
+          rows: [
+            ...Object.entries(b.sources).map(([name, s]) => [name, s.ok, s.detail]),
+            ['tls', b.tls.enabled, b.tls.enabled ? `${b.tls.source}, SHA-256 ${b.tls.fingerprint256}, pin ${b.tls.publicKeyPin}` : 'plain HTTP (loopback)'],
+          ],
         }),
       },
     },
@@ -28,7 +32,8 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
         [...deps.readiness].map(async ([name, check]) => [name, await withTimeout(check())] as const),
       );
       const sources = Object.fromEntries(entries);
-      return { status: 'ready', sources };
+      // the certificate this agent serves (it changes on every start when self-signed)
+      return { status: 'ready', sources, tls: publicTlsInfo(tls()) };
     },
   );
 };
