@@ -1,20 +1,73 @@
 /**
  * Secret redaction, in one place. Applied to everything the runtime hands us
  * that may carry credentials (container env, OCI spec, annotations, labels,
- * command lines) before it is returned or logged.
+ * command lines, verbose info) before it is returned or logged.
  *
  * Policy:
  * - every environment variable keeps its name; its value becomes REDACTED
  *   (values are configuration, and configuration is where secrets live);
- * - any other string whose key looks like a credential is REDACTED;
- * - `--password=x` / `--token x` style arguments keep the flag, lose the value.
+ * - any value whose key looks like a credential is REDACTED whatever its type
+ *   (string, number, array, object: containerd's registry headers are
+ *   `{"Authorization": ["Basic …"]}`); only null and booleans stay, they hold
+ *   nothing to hide;
+ * - command lines: `--password=x` / `--token x` keep the flag and lose the
+ *   value; so do mysql's `-pSECRET`, curl's `-H 'Authorization: …'` and
+ *   `-u user:pw`, a positional `PASSWORD=x`, and the words of a shell script
+ *   passed as one argument (`sh -c "mysql -pSECRET …"`);
+ * - in every string: URL userinfo (`scheme://user:pw@host`), secret-looking
+ *   query parameters (`?access_token=…`) and `Bearer <token>`.
+ *
+ * Everything here is tenant-controlled input (pod authors set annotations, env
+ * and args; kubelet hands them to the runtime), so every walk is bounded:
+ * MAX_DEPTH levels of nesting, MAX_VALUES values and MAX_JSON_PARSE characters
+ * of JSON parsed per call, MAX_JSON_TEXT characters per JSON-holding string.
+ * Past a bound the sub-value is replaced by a marker saying why, never passed
+ * through: a redacted result is never deeper than MAX_DEPTH, so serializing it
+ * (fastify's serializer, JSON.stringify, both recursive) cannot blow the stack.
+ * No regular expression here backtracks more than linearly (command-line
+ * arguments reach 128 KiB and strings in verbose info megabytes).
  */
 export const REDACTED = '<redacted>';
 
-/** Keys whose values are treated as secrets wherever they appear. */
+/** Containers (objects, arrays) nested deeper than this are replaced by a marker. */
+export const MAX_DEPTH = 64;
+/** Values visited per call (one pod's annotations, one verbose info document). */
+export const MAX_VALUES = 100_000;
+/** A JSON-holding string longer than this is not parsed: it is redacted whole. */
+export const MAX_JSON_TEXT = 256 * 1024;
+/** JSON text parsed per call, all strings together (parsing costs ~25 ms per MiB). */
+export const MAX_JSON_PARSE = 512 * 1024;
+
+const DEEP = `<redacted: nested deeper than ${MAX_DEPTH}>`;
+const OVER = `<redacted: more than ${MAX_VALUES} values>`;
+const bigJson = (n: number) => `<redacted: JSON text of ${n} characters, over the ${MAX_JSON_TEXT}-character parse bound>`;
+const PARSE_BUDGET = `<redacted: JSON text past this document's ${MAX_JSON_PARSE}-character parse budget>`;
+
+/** Keys whose values are treated as secrets wherever they appear (maps, documents, headers, query parameters). */
 export const SECRET_KEY = /(pass(word|wd)?|secret|token|api[-_]?key|private[-_]?key|access[-_]?key|credential|auth|cookie|session|bearer|signature)/i;
 
-const SECRET_ARG = /^(--?[A-Za-z0-9_.-]*(?:pass(?:word|wd)?|secret|token|api[-_]?key|private[-_]?key|access[-_]?key|credential|auth)[A-Za-z0-9_.-]*)(=.*)?$/i;
+/**
+ * Flag names whose value is a secret. Narrower than SECRET_KEY: `--session-timeout 30`
+ * must not swallow the next argument. Unanchored alternation of short literals: linear.
+ */
+const SECRET_FLAG = /pass(?:word|wd)?|secret|token|api[-_]?key|private[-_]?key|access[-_]?key|credential|auth/i;
+/** `-x`, `--some.flag-name`; anchored, one character class: linear. */
+const FLAG_NAME = /^--?[A-Za-z0-9_.-]+$/;
+/** A positional `NAME=value`'s name (env style, helm's `a.b[0].password`). */
+const ASSIGN_NAME = /^[A-Za-z0-9_.[\]-]{1,256}$/;
+/** A header's name (`Authorization`, `X-Api-Key`). */
+const HEADER_NAME = /^[A-Za-z0-9_-]{1,128}$/;
+const ENV_KEY = /^envs?$/i;
+const ARGS_KEY = /^(args|command|cmd)$/i;
+
+// Text rules. Each starts at a literal and has one unbounded run with nothing
+// after it to fail against but one literal, so a scan is linear in the string.
+/** `://userinfo@`: the run stops at `/`, so runs never overlap; greedy, it ends at the last `@`. */
+const URL_USERINFO = /:\/\/([^\s/?#"'<>]*)@/g;
+/** `?name=value`, `&name=value`, `;name=value` with a bounded name. */
+const QUERY_PARAM = /([?&;])([A-Za-z0-9_.[\]-]{1,128})=([^&;#\s"'<>]*)/g;
+/** `Bearer <token>`. */
+const BEARER = /\b(bearer)(\s+)([^\s"'<>,;]+)/gi;
 
 /** `NAME=value` → `NAME=<redacted>`. */
 export function redactEnvEntry(entry: string): string {
@@ -22,29 +75,175 @@ export function redactEnvEntry(entry: string): string {
   return i < 0 ? entry : `${entry.slice(0, i)}=${REDACTED}`;
 }
 
-/** Redact values of `--secret-ish=value` and the argument after a bare `--secret-ish`. */
+/** Secrets inside free text: URL userinfo and query parameters, bearer tokens. Returns `s` itself when nothing matched. */
+export function redactText(s: string): string {
+  let out = s;
+  if (out.includes('://')) {
+    out = out.replace(URL_USERINFO, (_m, info: string) => {
+      const colon = info.indexOf(':');
+      return colon < 0 ? `://${REDACTED}@` : `://${info.slice(0, colon)}:${REDACTED}@`;
+    });
+  }
+  if (out.includes('=')) {
+    out = out.replace(QUERY_PARAM, (m, sep: string, name: string, value: string) => (value !== '' && SECRET_KEY.test(name) ? `${sep}${name}=${REDACTED}` : m));
+  }
+  if (/bearer/i.test(out)) out = out.replace(BEARER, `$1$2${REDACTED}`);
+  return out === s ? s : out;
+}
+
+/**
+ * `Authorization: Bearer x` → `Authorization: <redacted>`; null when `s` is not a
+ * secret header. The flag says the value is still to come (`Authorization:` alone:
+ * a shell split the header, its value is the next word).
+ */
+function redactHeader(s: string): [string, boolean] | null {
+  const colon = s.indexOf(':');
+  if (colon <= 0 || s.startsWith('//', colon + 1)) return null;
+  let n = 0;
+  while (s[n] === '"' || s[n] === "'") n++; // a header quoted inside a script
+  const name = s.slice(n, colon).trimEnd();
+  if (!HEADER_NAME.test(name) || !SECRET_KEY.test(name)) return null;
+  let v = colon + 1;
+  while (v < s.length && (s[v] === ' ' || s[v] === '\t')) v++;
+  if (v === s.length) return [s, true];
+  // `"Authorization: Bearer x"` split by a shell into words: the token is the next word
+  return [`${s.slice(0, v)}${REDACTED}`, /^(bearer|basic)$/i.test(s.slice(v, v + 7))];
+}
+
+/** The argument after `-H`, or the text after `-H` / `--header=`. */
+function headerArg(s: string): [string, Pending] {
+  const h = redactHeader(s);
+  return h === null ? [redactText(s), 'none'] : [h[0], h[1] ? 'value' : 'none'];
+}
+
+/** curl's `-u user:password` → `user:<redacted>`; `1000:1000` (uid:gid, docker's -u) stays. */
+function redactUserPass(s: string): string {
+  const colon = s.indexOf(':');
+  if (colon < 0 || /^\d+:\d+$/.test(s)) return redactText(s);
+  return `${s.slice(0, colon)}:${REDACTED}`;
+}
+
+type Pending = 'none' | 'value' | 'header' | 'user';
+
+/** One argument given the state the previous one left; returns the redacted argument and the next state. */
+function redactArg(a: string, pending: Pending, words: boolean): [string, Pending] {
+  if (pending === 'value') return /^["']?(bearer|basic)$/i.test(a) ? [a, 'value'] : [REDACTED, 'none']; // `Bearer x` split in two
+  if (pending === 'header') return headerArg(a);
+  if (pending === 'user') return [redactUserPass(a), 'none'];
+  if (a.startsWith('-')) {
+    if (a === '-H' || a === '--header' || a === '--proxy-header') return [a, 'header'];
+    if (a === '-u' || a === '--user' || a === '-U' || a === '--proxy-user') return [a, 'user'];
+    if (a.startsWith('--header=') || a.startsWith('--proxy-header=')) {
+      const eq = a.indexOf('=') + 1;
+      const [r, next] = headerArg(a.slice(eq));
+      return [a.slice(0, eq) + r, next];
+    }
+    if (a.startsWith('-H') && a.length > 2) {
+      const [r, next] = headerArg(a.slice(2));
+      return [`-H${r}`, next];
+    }
+    if (a.startsWith('--user=') || a.startsWith('--proxy-user=')) {
+      const eq = a.indexOf('=') + 1;
+      return [a.slice(0, eq) + redactUserPass(a.slice(eq)), 'none'];
+    }
+    const eq = a.indexOf('=');
+    const name = eq < 0 ? a : a.slice(0, eq);
+    // mysql's -pSECRET: the password is attached, and may hold anything ('=',
+    // "token"); a bare -p prompts, and the next argument is the database. Go's
+    // single-dash `-password x` looks the same, so when the text looks like a
+    // secret flag the next argument goes too. Also catches `mkdir -pv` and
+    // `-port=80`: a cosmetic loss, where the other way leaks.
+    if (a.startsWith('-p') && !a.startsWith('--') && a.length > 2) return [`-p${REDACTED}`, eq < 0 && SECRET_FLAG.test(a) ? 'value' : 'none'];
+    if (FLAG_NAME.test(name) && SECRET_FLAG.test(name)) return eq < 0 ? [a, 'value'] : [`${name}=${REDACTED}`, 'none'];
+    return [redactText(a), 'none'];
+  }
+  const eq = a.indexOf('=');
+  if (eq > 0 && ASSIGN_NAME.test(a.slice(0, eq)) && SECRET_KEY.test(a.slice(0, eq))) return [`${a.slice(0, eq)}=${REDACTED}`, 'none'];
+  const h = redactHeader(a); // httpie-style `Authorization:Bearer x`, or a header a shell split
+  if (h !== null) return [h[0], h[1] ? 'value' : 'none'];
+  if (words && /\s/.test(a)) return [redactWords(a), 'none'];
+  if (/^["']?(bearer|basic)$/i.test(a)) return [a, 'value'];
+  return [redactText(a), 'none'];
+}
+
+/** A shell script in one argument (`sh -c "mysql -uroot -pSECRET db"`): its words are arguments too. */
+function redactWords(a: string): string {
+  // A hand scan, not split(/(\s+)/): a 1 MiB script of one-letter words is
+  // half a million words, and most need no look at all (plainWord).
+  let out = '';
+  let last = 0;
+  let pending: Pending = 'none';
+  let i = 0;
+  while (i < a.length) {
+    while (i < a.length && isSpace(a.charCodeAt(i))) i++;
+    const start = i;
+    while (i < a.length && !isSpace(a.charCodeAt(i))) i++;
+    if (start === i) break;
+    const w = a.slice(start, i);
+    if (pending === 'none' && plainWord(w)) continue;
+    const [r, next] = redactArg(w, pending, false);
+    pending = next;
+    if (r !== w) {
+      out += a.slice(last, start) + r;
+      last = i;
+    }
+  }
+  return last > 0 ? out + a.slice(last) : redactText(a);
+}
+
+const isSpace = (c: number) => c === 32 || (c >= 9 && c <= 13);
+
+/** A word no argument rule and no text rule can change: no flag, no `=`, `:` or `@`, not `Bearer`. */
+function plainWord(w: string): boolean {
+  if (w.charCodeAt(0) === 45 /* - */) return false;
+  if (w.length >= 5 && w.length <= 7 && /^["']?(bearer|basic)$/i.test(w)) return false;
+  for (let i = 0; i < w.length; i++) {
+    const c = w.charCodeAt(i);
+    if (c === 58 /* : */ || c === 61 /* = */ || c === 64 /* @ */) return false;
+  }
+  return true;
+}
+
+/** Redact the secrets of a command line (see the policy above). */
 export function redactArgs(args: string[]): string[] {
   const out: string[] = [];
-  let redactNext = false;
+  let pending: Pending = 'none';
   for (const arg of args) {
-    if (redactNext) {
-      out.push(REDACTED);
-      redactNext = false;
-      continue;
-    }
-    const m = SECRET_ARG.exec(arg);
-    if (m && m[2] !== undefined) out.push(`${m[1]}=${REDACTED}`);
-    else {
-      out.push(arg);
-      if (m) redactNext = true;
-    }
+    const [r, next] = redactArg(arg, pending, true);
+    out.push(r);
+    pending = next;
   }
   return out;
 }
 
+/** Labels and annotations: by key, and JSON documents in values as documents. */
 export function redactMap(map: Record<string, string>): Record<string, string> {
+  const b = budget();
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map)) out[k] = SECRET_KEY.test(k) ? REDACTED : redactJsonText(v);
+  for (const [k, v] of Object.entries(map)) {
+    let r: string;
+    if (b.values <= 0) r = OVER;
+    else if (SECRET_KEY.test(k)) r = REDACTED;
+    else r = typeof v === 'string' ? stringValue(v, 0, b) : REDACTED;
+    b.values--;
+    set(out, k, r);
+  }
+  return out;
+}
+
+/**
+ * A flat record by key (a request's query for the audit line, headers):
+ * values under a secret-looking key become REDACTED whatever their type,
+ * other strings (and arrays of strings) lose URL credentials and bearer tokens.
+ */
+export function redactFlatRecord<T>(record: Record<string, T>): Record<string, T | string | unknown[]> {
+  const out: Record<string, T | string | unknown[]> = {};
+  for (const [k, v] of Object.entries(record)) {
+    if (SECRET_KEY.test(k)) set(out, k, secretValue(v) as T | string);
+    else if (typeof v === 'string') set(out, k, redactText(v));
+    else if (Array.isArray(v)) set(out, k, v.map((e: unknown) => (typeof e === 'string' ? redactText(e) : e)));
+    else set(out, k, v);
+  }
   return out;
 }
 
@@ -52,47 +251,144 @@ export function redactMap(map: Record<string, string>): Record<string, string> {
  * A value holding a JSON document (kubectl apply's
  * kubectl.kubernetes.io/last-applied-configuration annotation carries the whole
  * pod spec, env values included, and kubelet hands pod annotations to the
- * runtime) is redacted as a document; other text is returned as is.
+ * runtime) is redacted as a document, and re-serialized only when something in
+ * it changed (the original text is evidence: containerd's CNI config source);
+ * other text gets the text rules.
  */
 export function redactJsonText(v: string): string {
-  const s = v.trimStart();
-  if (!s.startsWith('{') && !s.startsWith('[')) return v;
-  let doc: unknown;
-  try {
-    doc = JSON.parse(v);
-  } catch {
-    return v;
-  }
-  return JSON.stringify(redactDeep(doc));
+  return stringValue(v, 0, budget());
 }
 
 /**
  * Deep redaction of a runtime document (containerd's verbose ContainerStatus
  * info: `runtimeSpec.process.env`, `config.envs`, annotations, args ...).
- * Returns a new value; never mutates its input.
+ * Never mutates its input; returns the input itself (or the part of it) where
+ * nothing needed redaction. Bounded in depth and size (see above).
  */
 export function redactDeep(value: unknown, key = ''): unknown {
+  return walk(value, key, 0, budget());
+}
+
+interface Budget {
+  values: number;
+  parse: number;
+}
+const budget = (): Budget => ({ values: MAX_VALUES, parse: MAX_JSON_PARSE });
+
+/** Under a secret-looking key: everything but null and booleans (nothing to hide there). */
+const secretValue = (v: unknown): unknown => (v === null || v === undefined || typeof v === 'boolean' ? v : REDACTED);
+
+/** `out[k] = v` that also works for a key named `__proto__` (JSON.parse makes such own properties). */
+function set(out: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else out[k] = v;
+}
+
+/** `depth` is the number of containers around the value. */
+function walk(value: unknown, key: string, depth: number, b: Budget): unknown {
+  b.values--;
+  if (typeof value === 'string') return stringValue(value, depth, b);
+  if (typeof value !== 'object' || value === null) return value;
+  if (depth >= MAX_DEPTH) return DEEP;
   if (Array.isArray(value)) {
-    if (/^envs?$/i.test(key)) {
-      return value.map((e) =>
-        typeof e === 'string'
-          ? redactEnvEntry(e)
-          : isObject(e) && ('key' in e || 'value' in e) // CRI {key, value}; Kubernetes {name, value}
-            ? { ...(redactDeep(e, '') as object), value: REDACTED }
-            : redactDeep(e, ''),
-      );
-    }
-    if (/^(args|command|cmd)$/i.test(key) && value.every((a) => typeof a === 'string')) return redactArgs(value as string[]);
-    return value.map((v) => redactDeep(v, ''));
+    if (ENV_KEY.test(key)) return mapArray(value, b, (e) => envEntry(e, depth + 1, b));
+    if (ARGS_KEY.test(key)) return argList(value, depth + 1, b);
+    return mapArray(value, b, (e) => walk(e, '', depth + 1, b));
   }
-  if (isObject(value)) {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) {
-      out[k] = typeof v === 'string' ? (SECRET_KEY.test(k) ? REDACTED : redactJsonText(v)) : redactDeep(v, k);
+  const obj = value as Record<string, unknown>;
+  const env = ENV_KEY.test(key); // env as a map: names stay, values go
+  let out: Record<string, unknown> | undefined;
+  const keys = Object.keys(obj);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    if (b.values <= 0) {
+      out ??= copyKeys(obj, keys, i);
+      set(out, REDACTED, OVER);
+      break;
     }
+    const v = obj[k];
+    let r: unknown;
+    if (SECRET_KEY.test(k) || env) {
+      b.values--;
+      r = secretValue(v);
+    } else r = walk(v, k, depth + 1, b);
+    if (out === undefined && !Object.is(r, v)) out = copyKeys(obj, keys, i);
+    if (out !== undefined) set(out, k, r);
+  }
+  return out ?? obj;
+}
+
+function copyKeys(obj: Record<string, unknown>, keys: string[], n: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (let j = 0; j < n; j++) set(out, keys[j]!, obj[keys[j]!]);
+  return out;
+}
+
+/** `arr.map(fn)` that returns `arr` itself when nothing changed, and stops with a marker when the budget is spent. */
+function mapArray(arr: readonly unknown[], b: Budget, fn: (v: unknown) => unknown): unknown {
+  let out: unknown[] | undefined;
+  for (let i = 0; i < arr.length; i++) {
+    if (b.values <= 0) {
+      out ??= arr.slice(0, i);
+      out.push(OVER);
+      return out;
+    }
+    const v = arr[i];
+    const r = fn(v);
+    if (out === undefined && !Object.is(r, v)) out = arr.slice(0, i);
+    if (out !== undefined) out.push(r);
+  }
+  return out ?? arr;
+}
+
+/** One entry of an env list: `NAME=value`, CRI `{key, value}`, Kubernetes `{name, value}`. */
+function envEntry(e: unknown, depth: number, b: Budget): unknown {
+  if (typeof e === 'string') {
+    b.values--;
+    return redactEnvEntry(e);
+  }
+  const r = walk(e, '', depth, b);
+  if (isObject(r) && 'value' in r && r.value !== REDACTED) {
+    const out = { ...r };
+    out.value = REDACTED;
     return out;
   }
-  return value;
+  return r;
+}
+
+/** An args/command list: the command-line rules over its strings; anything else is walked (and redacted when a flag wanted it). */
+function argList(list: readonly unknown[], depth: number, b: Budget): unknown {
+  let pending: Pending = 'none';
+  return mapArray(list, b, (a) => {
+    b.values--;
+    if (typeof a !== 'string') {
+      const r = pending === 'none' ? walk(a, '', depth, b) : secretValue(a);
+      pending = 'none';
+      return r;
+    }
+    const [r, next] = redactArg(a, pending, true);
+    pending = next;
+    return r;
+  });
+}
+
+/** A string inside a document: a JSON document in it is redacted as one (depth counts on), other text gets the text rules. */
+function stringValue(v: string, depth: number, b: Budget): string {
+  let i = 0;
+  while (i < v.length && (v[i] === ' ' || v[i] === '\n' || v[i] === '\r' || v[i] === '\t')) i++;
+  if (v[i] !== '{' && v[i] !== '[') return redactText(v);
+  // Too big to parse, or past the budget: it may hold env values, so all of it goes.
+  if (v.length > MAX_JSON_TEXT) return bigJson(v.length);
+  if (v.length > b.parse) return PARSE_BUDGET;
+  b.parse -= v.length;
+  let doc: unknown;
+  try {
+    doc = JSON.parse(v); // V8's JSON.parse is iterative: 2,000 levels parse; the walk bounds them
+  } catch {
+    return redactText(v);
+  }
+  const r = walk(doc, '', depth, b);
+  return r === doc ? v : JSON.stringify(r);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

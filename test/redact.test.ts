@@ -1,5 +1,20 @@
+import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { redactArgs, redactDeep, redactEnvEntry, redactMap, REDACTED } from '../src/redact.js';
+import {
+  MAX_DEPTH,
+  MAX_JSON_PARSE,
+  MAX_JSON_TEXT,
+  MAX_VALUES,
+  redactArgs,
+  redactDeep,
+  redactEnvEntry,
+  redactFlatRecord,
+  redactJsonText,
+  redactMap,
+  redactText,
+  REDACTED,
+} from '../src/redact.js';
+import { parseInfo } from '../src/sources/cri/normalize.js';
 
 t.test('env entries keep names only', async (t) => {
   t.equal(redactEnvEntry('PATH=/usr/bin'), `PATH=${REDACTED}`);
@@ -51,4 +66,210 @@ t.test('a JSON document in an annotation is redacted as a document (kubectl last
   t.equal(out.plain, '{not json', 'text that is not JSON is left alone');
   t.equal(out.list, '[1,2]');
   t.same(redactDeep({ annotations: { a: applied } }), { annotations: { a: out['kubectl.kubernetes.io/last-applied-configuration'] } }, 'also inside deep documents');
+});
+
+// --- issue 11, finding 2: the walk is bounded in depth and size ---
+
+const deepArray = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
+const deepObject = (n: number, leaf = '1') => `${'{"a":'.repeat(n)}${leaf}${'}'.repeat(n)}`;
+/** Nesting depth of a value, without recursion (the value may be the hostile one). */
+function depthOf(v: unknown): number {
+  let max = 0;
+  const stack: [unknown, number][] = [[v, 0]];
+  while (stack.length) {
+    const [x, d] = stack.pop()!;
+    if (typeof x !== 'object' || x === null) continue;
+    max = Math.max(max, d + 1);
+    for (const c of Object.values(x)) stack.push([c, d + 1]);
+  }
+  return max;
+}
+
+t.test('a 2,000-deep annotation (4 KB, any pod author can set it) is bounded, not a RangeError', async (t) => {
+  for (const [shape, text] of [
+    ['arrays', deepArray(2000)],
+    ['objects', deepObject(2000)],
+    ['objects holding env at the bottom', deepObject(2000, '{"env":[{"name":"DB_PASSWORD","value":"FAKEDEEPSECRET"}]}')],
+  ] as const) {
+    const out = redactMap({ 'example.com/deep': text, plain: 'web' });
+    t.equal(out.plain, 'web', `${shape}: the rest of the map stands`);
+    const doc = JSON.parse(out['example.com/deep']!);
+    t.ok(depthOf(doc) <= MAX_DEPTH, `${shape}: nothing deeper than ${MAX_DEPTH} remains (${depthOf(doc)})`);
+    t.match(out['example.com/deep'], `<redacted: nested deeper than ${MAX_DEPTH}>`, `${shape}: the marker says why`);
+    t.notMatch(out['example.com/deep'], /FAKEDEEPSECRET/, `${shape}: the cut-off part is not passed through`);
+  }
+  // the same document inside containerd 1.6's verbose ContainerStatus info (config.annotations, runtimeSpec.annotations)
+  const info = {
+    info: { sandboxID: 'a1', pid: 7, config: { annotations: { 'example.com/deep': deepArray(2000) } }, runtimeSpec: { annotations: { 'example.com/deep': deepObject(2000) } } },
+  };
+  const red = redactDeep(info) as { info: { config: { annotations: Record<string, string> }; runtimeSpec: { annotations: Record<string, string> } } };
+  t.match(red.info.config.annotations['example.com/deep'], 'nested deeper than');
+  t.match(red.info.runtimeSpec.annotations['example.com/deep'], 'nested deeper than');
+  t.doesNotThrow(() => JSON.stringify(red), 'the redacted document serializes');
+  // a deep value handed over already parsed (parseInfo parses verbose info; V8's JSON.parse is iterative)
+  const parsed = redactDeep({ info: JSON.parse(deepObject(5000)) });
+  t.ok(depthOf(parsed) <= MAX_DEPTH + 1);
+  t.doesNotThrow(() => JSON.stringify(parsed));
+  t.equal(redactJsonText(deepArray(40)), deepArray(40), 'a document within the bound is kept as it was');
+});
+
+t.test('the walk is bounded in size: past MAX_VALUES the rest is a marker, never the values', async (t) => {
+  const big = { env: Array.from({ length: MAX_VALUES + 10 }, (_, i) => `V${i}=x`), tail: { token: 'FAKEOVERSECRET', list: ['FAKEOVERSECRET'] } };
+  const out = redactDeep(big) as { env: string[]; tail: unknown };
+  t.ok(out.env.length <= MAX_VALUES + 1);
+  t.equal(out.env.at(-1), `<redacted: more than ${MAX_VALUES} values>`);
+  t.notMatch(JSON.stringify(out), /FAKEOVERSECRET|=x/);
+  const wide = Object.fromEntries(Array.from({ length: MAX_VALUES + 10 }, (_, i) => [`k${i}`, `https://u:FAKEWIDE@h/${i}`]));
+  const w = redactDeep(wide) as Record<string, string>;
+  t.ok(Object.keys(w).length <= MAX_VALUES + 1);
+  t.equal(w[REDACTED], `<redacted: more than ${MAX_VALUES} values>`);
+  t.notMatch(JSON.stringify(w), /FAKEWIDE/);
+});
+
+t.test('JSON texts too big to parse are redacted whole, with a marker saying why', async (t) => {
+  const env = { spec: { containers: [{ env: [{ name: 'A', value: 'FAKEBIGSECRET' }] }] } };
+  const huge = JSON.stringify({ ...env, pad: 'x'.repeat(MAX_JSON_TEXT) });
+  const out = redactMap({ 'kubectl.kubernetes.io/last-applied-configuration': huge });
+  t.equal(out['kubectl.kubernetes.io/last-applied-configuration'], `<redacted: JSON text of ${huge.length} characters, over the ${MAX_JSON_TEXT}-character parse bound>`);
+  // the whole call has a parse budget: many texts just under the bound, the later ones go whole
+  const each = JSON.stringify({ ...env, pad: 'y'.repeat(MAX_JSON_TEXT - 200) });
+  const many = redactMap(Object.fromEntries(Array.from({ length: Math.ceil(MAX_JSON_PARSE / each.length) + 2 }, (_, i) => [`a${i}`, each])));
+  const values = Object.values(many);
+  t.ok(JSON.parse(values[0]!).spec, 'the first ones are parsed and redacted');
+  t.match(values.at(-1), /parse budget/);
+  t.notMatch(values.join(''), /FAKEBIGSECRET/);
+});
+
+// --- the real shapes of containerd's verbose info ---
+
+const fixture = JSON.parse(readFileSync(new URL('./fixtures/cri/v1-status-verbose.json', import.meta.url), 'utf8')) as { info: Record<string, string> };
+
+t.test('containerd 1.6 Status info: nothing to redact, so every original text is kept (CNI config sources)', async (t) => {
+  const parsed = parseInfo(fixture.info);
+  const out = redactDeep(parsed) as typeof parsed;
+  t.same(out, parsed, 'nothing changed');
+  const net = (out.cniconfig as { Networks: { Config: { Source: string; Plugins: { Source: string }[] } }[] }).Networks[0]!.Config;
+  const orig = JSON.parse(fixture.info.cniconfig!).Networks[0].Config;
+  t.equal(net.Source, orig.Source, 'the conflist source keeps its own text (newlines, key order), not a re-serialization');
+  t.equal(net.Plugins[0]!.Source, orig.Plugins[0].Source);
+  t.equal(redactJsonText(orig.Source), orig.Source);
+});
+
+t.test('registry headers, auths and configs (containerd config) are redacted whatever their type', async (t) => {
+  const config = JSON.parse(fixture.info.config!);
+  // as containerd 1.6 reports a configured [plugins."io.containerd.grpc.v1.cri".registry]
+  config.registry = {
+    configPath: '',
+    mirrors: { 'docker.io': { endpoint: ['https://mirror:FAKEMIRRORPW@mirror.example.com'] } },
+    configs: { 'reg.example.com': { auth: { username: 'u', password: 'FAKEREGPW', auth: 'FAKEREGAUTH', identitytoken: 'FAKEIDTOKEN' }, tls: null } },
+    auths: { 'reg.example.com': { auth: 'FAKEAUTHS' } },
+    headers: { Authorization: ['Basic FAKEHEADER'], 'X-Meta': ['kept'] },
+  };
+  // containerd 2.x moved registry to the images plugin; the same maps, keyed the same
+  const v2 = { imageConfig: { registry: { configPath: '/etc/containerd/certs.d', headers: { Authorization: ['Bearer FAKEV2HEADER'], 'X-Api-Key': ['FAKEV2KEY'] } } } };
+  const out = redactDeep({ ...parseInfo({ ...fixture.info, config: JSON.stringify(config) }), v2 }) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  const reg = out.config.registry;
+  t.same(reg.headers, { Authorization: REDACTED, 'X-Meta': ['kept'] }, 'a string array under Authorization goes whole');
+  t.equal(reg.auths, REDACTED, 'an object under a secret-looking key goes whole');
+  t.same(reg.configs['reg.example.com'], { auth: REDACTED, tls: null });
+  t.same(reg.mirrors['docker.io'].endpoint, [`https://mirror:${REDACTED}@mirror.example.com`], 'URL userinfo');
+  t.same(out.v2.imageConfig.registry.headers, { Authorization: REDACTED, 'X-Api-Key': REDACTED });
+  t.notMatch(JSON.stringify(out), /FAKE/);
+  t.equal(out.config.containerd.snapshotter, 'overlayfs', 'the rest of the config stands');
+  t.same(redactDeep({ token: 1234, auth: false, secret: null, password: { a: 1 } }), { token: REDACTED, auth: false, secret: null, password: REDACTED }, 'numbers and objects go; null and booleans hold nothing');
+});
+
+// --- issue 11, finding 9: the shapes redaction missed ---
+
+t.test('mysql -pSECRET, curl headers and -u, positional NAME=value', async (t) => {
+  t.same(redactArgs(['mysql', '-uroot', '-pFAKEMY', 'shop']), ['mysql', '-uroot', `-p${REDACTED}`, 'shop'], 'the attached password goes, the database stays');
+  t.same(redactArgs(['mysql', '-p', 'shop']), ['mysql', '-p', 'shop'], 'a bare -p prompts: the next argument is the database');
+  t.same(redactArgs(['mysqldump', '-pa=b', '-p=x']), ['mysqldump', `-p${REDACTED}`, `-p${REDACTED}`]);
+  t.same(redactArgs(['app', '-password', 'FAKEGO']), ['app', `-p${REDACTED}`, REDACTED], "Go's single-dash -password x");
+  t.same(
+    redactArgs(['curl', '-H', 'Authorization: Bearer FAKEBEARER', '-H', 'Accept: application/json', '--header', 'Cookie: sid=FAKECOOKIE', '-H', 'X-Api-Key: FAKEAPIKEY', 'https://api.example.com/']),
+    ['curl', '-H', `Authorization: ${REDACTED}`, '-H', 'Accept: application/json', '--header', `Cookie: ${REDACTED}`, '-H', `X-Api-Key: ${REDACTED}`, 'https://api.example.com/'],
+  );
+  t.same(redactArgs(['curl', '-HAuthorization: Bearer FAKE1', '--header=Authorization: Basic FAKE2', '--proxy-header=Proxy-Authorization:FAKE3']), [
+    'curl',
+    `-HAuthorization: ${REDACTED}`,
+    `--header=Authorization: ${REDACTED}`,
+    `--proxy-header=Proxy-Authorization:${REDACTED}`,
+  ]);
+  t.same(redactArgs(['curl', '-H', 'Authorization:', 'Bearer', 'FAKESPLIT']), ['curl', '-H', 'Authorization:', 'Bearer', REDACTED], 'a header a shell split into words');
+  t.same(redactArgs(['http', 'GET', 'api.example.com', 'Authorization:Bearer FAKEHTTPIE']), ['http', 'GET', 'api.example.com', `Authorization:${REDACTED}`], 'httpie');
+  t.same(redactArgs(['curl', '-u', 'alice:FAKEUSERPW', '--user=bob:FAKE2', 'docker', '-u', '1000:1000']), ['curl', '-u', `alice:${REDACTED}`, `--user=bob:${REDACTED}`, 'docker', '-u', '1000:1000']);
+  t.same(redactArgs(['env', 'PASSWORD=FAKEPOS', 'DB_TOKEN=t', 'MODE=prod', 'db.password=x', '/app']), ['env', `PASSWORD=${REDACTED}`, `DB_TOKEN=${REDACTED}`, 'MODE=prod', `db.password=${REDACTED}`, '/app']);
+  t.same(redactArgs(['dd', 'if=/dev/zero', 'of=/tmp/x']), ['dd', 'if=/dev/zero', 'of=/tmp/x'], 'other NAME=value arguments stay');
+  t.same(redactArgs(['--session-timeout', '30', '--auth-token', 'FAKE']), ['--session-timeout', '30', '--auth-token', REDACTED], 'flags keep their narrower list');
+});
+
+t.test('a shell script passed as one argument: its words are arguments too', async (t) => {
+  const [, , script] = redactArgs(['sh', '-c', 'mysql -uroot -pFAKESH shop && curl -sf -H "Authorization: Bearer FAKESHB" https://u:FAKESHU@h/ ; export API_KEY=FAKESHK; exec app --port 80']);
+  t.notMatch(script!, /FAKE/);
+  t.match(script!, /^mysql -uroot -p<redacted> shop && curl -sf -H "Authorization: Bearer <redacted> https:\/\/u:<redacted>@h\/ ; export API_KEY=<redacted> exec app --port 80$/);
+  t.equal(redactArgs(['sh', '-c', 'echo  hello   world'])[2], 'echo  hello   world', 'nothing to redact: the text is kept as it was');
+});
+
+t.test('URL userinfo, secret query parameters and bearer tokens in any string', async (t) => {
+  t.equal(redactText('postgres://app:FAKEPG@db:5432/shop'), `postgres://app:${REDACTED}@db:5432/shop`);
+  t.equal(redactText('see https://ghp_FAKEGH@github.com/org/repo.git'), `see https://${REDACTED}@github.com/org/repo.git`, 'a token as the user');
+  t.equal(redactText('amqp://u:p@ss:FAKE@rabbit/'), `amqp://u:${REDACTED}@rabbit/`, 'an unencoded @ in the password: up to the last @');
+  t.equal(redactText('https://h/x?a=1&access_token=FAKEQ&X-Amz-Signature=FAKES#f'), `https://h/x?a=1&access_token=${REDACTED}&X-Amz-Signature=${REDACTED}#f`);
+  t.equal(redactText('Authorization: Bearer FAKEB.tok'), `Authorization: Bearer ${REDACTED}`);
+  t.equal(redactText('ssh://git@github.com:org/x and user@example.com'), `ssh://${REDACTED}@github.com:org/x and user@example.com`);
+  t.equal(redactText('plain text, a=b'), 'plain text, a=b');
+  t.same(redactMap({ 'example.com/upstream': 'https://svc:FAKEANN@upstream.example.com/' }), { 'example.com/upstream': `https://svc:${REDACTED}@upstream.example.com/` }, 'annotation text');
+  t.same(redactDeep({ runtimeSpec: { process: { env: ['A=1'], args: ['git', 'clone', 'https://x:FAKEARG@h/r'] } }, note: 'redis://:FAKEREDIS@cache:6379' }), {
+    runtimeSpec: { process: { env: [`A=${REDACTED}`], args: ['git', 'clone', `https://x:${REDACTED}@h/r`] } },
+    note: `redis://:${REDACTED}@cache:6379`,
+  });
+  const applied = JSON.stringify({ spec: { containers: [{ args: ['-pFAKEJ'], env: { A: 'FAKEENVMAP' } }], url: 'https://u:FAKEJU@h' } });
+  t.notMatch(redactJsonText(applied), /FAKE/, 'inside JSON documents too (args, env as a map, URLs)');
+  t.same(redactFlatRecord({ token: 'FAKE', pattern: 'x', next: 'https://u:FAKE@h', many: ['a', 'https://u:FAKE@h'], access_token: ['FAKE'] }), {
+    token: REDACTED,
+    pattern: 'x',
+    next: `https://u:${REDACTED}@h`,
+    many: ['a', `https://u:${REDACTED}@h`],
+    access_token: REDACTED,
+  });
+});
+
+t.test('a __proto__ key in a document stays a plain key', async (t) => {
+  const out = redactJsonText('{"__proto__":{"token":"FAKEPROTO"},"a":"https://u:FAKE@h"}');
+  t.notMatch(out, /FAKE/);
+  t.same(JSON.parse(out), JSON.parse(`{"__proto__":{"token":"${REDACTED}"},"a":"https://u:${REDACTED}@h"}`));
+  t.equal(Object.getPrototypeOf(JSON.parse(out)), Object.prototype);
+});
+
+t.test('every rule is linear on a hostile 1 MiB argument (correctness asserted; the time is printed)', async (t) => {
+  const MiB = 1024 * 1024;
+  const hostile: [string, string][] = [
+    ['--aaaa…', `--${'a'.repeat(MiB)}`],
+    ['--tokentoken… ', `--${'token'.repeat(MiB / 5)} `],
+    ['-Hauth…', `-H${'auth'.repeat(MiB / 4)}`],
+    ['a.a.a…://', `${'a.'.repeat(MiB / 2)}://`],
+    ['://:://…', '://a'.repeat(MiB / 4)],
+    ['://aaa…(no @)', `://${'a'.repeat(MiB)}`],
+    ['&a&a…=', `${'&a'.repeat(MiB / 2)}=`],
+    ['?aaa…', `?${'a'.repeat(MiB)}`],
+    ['bearer + spaces', `bearer${' '.repeat(MiB)}`],
+    ['bearer bearer…', 'bearer '.repeat(MiB / 7)],
+    ['PASSWORD=…', `PASSWORD=${'x'.repeat(MiB)}`],
+    ['words', 'a '.repeat(MiB / 2)],
+    ['{{{…', '{'.repeat(MiB)],
+  ];
+  const times: string[] = [];
+  for (const [name, arg] of hostile) {
+    const t0 = performance.now();
+    const out = redactArgs(['sh', arg]);
+    const text = redactText(arg);
+    const json = redactJsonText(arg);
+    times.push(`${name} ${(performance.now() - t0).toFixed(1)} ms`);
+    t.equal(out.length, 2, name);
+    t.ok(typeof text === 'string' && typeof json === 'string', name);
+  }
+  t.same(redactArgs([`PASSWORD=${'x'.repeat(MiB)}`]), [`PASSWORD=${REDACTED}`]);
+  t.equal(redactArgs([`--${'token'.repeat(MiB / 5)}=v`])[0], `--${'token'.repeat(MiB / 5)}=${REDACTED}`);
+  t.comment(`redactArgs + redactText + redactJsonText per 1 MiB input: ${times.join(', ')}`);
 });
