@@ -10,12 +10,13 @@
 import { FakeCriServer } from './fake-cri.js';
 import { fakeScaleCriNode, fakeScaleOptions } from '../fixtures/fake-node.js';
 
-const raw = JSON.parse(process.argv[2] ?? '{}') as { pods?: number; perPod?: number; seed?: string; nowNs?: string };
+const raw = JSON.parse(process.argv[2] ?? '{}') as { pods?: number; perPod?: number; seed?: string; nowNs?: string; hostile?: number };
 const options = fakeScaleOptions({
   ...(raw.pods !== undefined ? { pods: raw.pods } : {}),
   ...(raw.perPod !== undefined ? { perPod: raw.perPod } : {}),
   ...(raw.seed !== undefined ? { seed: raw.seed } : {}),
   ...(raw.nowNs !== undefined ? { nowNs: BigInt(raw.nowNs) } : {}),
+  ...(raw.hostile !== undefined ? { hostile: raw.hostile } : {}),
 });
 const server = new FakeCriServer(fakeScaleCriNode(options));
 await server.start();
