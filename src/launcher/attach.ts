@@ -3,6 +3,11 @@
  * session on one node through `kubectl` alone.
  *
  *   1. kubectl debug node/<node> --image=… --profile=sysadmin --custom=<profile> -- nodetruth serve
+ *   1b. kubectl patch pod/<name> spec.activeDeadlineSeconds=<--max-duration>: the kubelet
+ *      ends the privileged pod by itself even if this process is SIGKILLed. kubectl debug
+ *      has no flag for it and --custom patches only the container, so it is set right
+ *      after creation: the API allows adding it to a running pod (or lowering it), and
+ *      the deadline counts from the pod's start, not from the patch.
  *   2. kubectl wait --for=condition=Ready pod/<name>   (the profile's probe hits /healthz)
  *   3. kubectl port-forward pod/<name> <port>:7070 --address=127.0.0.1
  *   4. print ready-to-paste curl commands (or, with --get, fetch those paths and print them)
@@ -23,6 +28,9 @@ import { VERSION } from '../version.js';
 /** Where nodetruth listens inside the debug pod: its default loopback address. */
 export const REMOTE_PORT = 7070;
 export const DEFAULT_IMAGE = `ghcr.io/nodetruth/nodetruth:${VERSION}`;
+/** How long a debug pod may live (activeDeadlineSeconds): a session, not a deployment. */
+export const DEFAULT_MAX_DURATION = '4h';
+const MAX_DURATION_BOUNDS_S = { min: 60, max: 7 * 24 * 3600 };
 /** deploy/debug-profile.yaml, next to dist/ (or src/) in the package. */
 export const DEFAULT_PROFILE = fileURLToPath(new URL('../../deploy/debug-profile.yaml', import.meta.url));
 
@@ -44,6 +52,11 @@ const optionsSchema = z.object({
   context: notAFlag('--context').nullable(),
   profilePath: notAFlag('--profile-path'),
   timeout: z.string().regex(/^\d+(s|m|h)$/, '--timeout: expected a duration such as 90s or 2m'),
+  maxDurationSeconds: z
+    .string()
+    .regex(/^\d{1,9}(s|m|h)$/, '--max-duration: expected a duration such as 4h or 90m')
+    .transform((s) => Number(s.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[s.slice(-1) as 's' | 'm' | 'h'])
+    .refine((n) => n >= MAX_DURATION_BOUNDS_S.min && n <= MAX_DURATION_BOUNDS_S.max, '--max-duration: between 1m and 168h'),
   get: z.array(z.string().regex(/^\/[\x21-\x7e]*$/, '--get: expected a path such as /v1/triage?format=text')),
 });
 export type AttachOptions = z.output<typeof optionsSchema>;
@@ -69,6 +82,9 @@ Flags:
   --context NAME         passed to kubectl
   --profile-path FILE    custom debug profile (default: the packaged deploy/debug-profile.yaml)
   --timeout DURATION     how long to wait for the pod to be ready (default 2m)
+  --max-duration DURATION
+                         the debug pod's activeDeadlineSeconds: the kubelet ends it after
+                         this long even if attach is killed (default ${DEFAULT_MAX_DURATION}, 1m..168h)
   --get PATH             fetch PATH (repeatable), print it, clean up and exit instead of
                          waiting for Ctrl-C; exit 1 if any answer is not 2xx
 `;
@@ -88,6 +104,7 @@ export function parseAttachArgs(argv: string[], env: NodeJS.ProcessEnv = process
         context: { type: 'string' },
         'profile-path': { type: 'string' },
         timeout: { type: 'string' },
+        'max-duration': { type: 'string' },
         get: { type: 'string', multiple: true },
       },
     });
@@ -105,6 +122,7 @@ export function parseAttachArgs(argv: string[], env: NodeJS.ProcessEnv = process
     context: v.context ?? null,
     profilePath: v['profile-path'] ?? DEFAULT_PROFILE,
     timeout: v.timeout ?? '2m',
+    maxDurationSeconds: v['max-duration'] ?? DEFAULT_MAX_DURATION,
     get: v.get ?? [],
   });
   if (!result.success) throw new UsageError(result.error.issues.map((i) => i.message).join('\n'));
@@ -121,6 +139,7 @@ export function kubectlArgs(o: AttachOptions) {
   ];
   return {
     debug: [...global, 'debug', `node/${o.node}`, `--image=${o.image}`, '--profile=sysadmin', `--custom=${o.profilePath}`, '--', 'nodetruth', 'serve'],
+    deadline: (pod: string) => [...global, 'patch', `pod/${pod}`, '--type=merge', `--patch={"spec":{"activeDeadlineSeconds":${o.maxDurationSeconds}}}`],
     wait: (pod: string) => [...global, 'wait', '--for=condition=Ready', `pod/${pod}`, `--timeout=${o.timeout}`],
     portForward: (pod: string) => [...global, 'port-forward', `pod/${pod}`, `${o.port === 0 ? '' : o.port}:${REMOTE_PORT}`, '--address=127.0.0.1'],
     logs: (pod: string) => [...global, 'logs', `pod/${pod}`, '--tail=20'],
@@ -266,6 +285,16 @@ export async function attach(o: AttachOptions, io: Io, signals: NodeJS.EventEmit
     pod ??= CREATED.exec(debug.stdout)?.[1] ?? null;
     if (!pod) throw new StepFailed(`could not find the debug pod's name in kubectl's output: ${JSON.stringify(debug.stdout.trim())}`);
 
+    // 1b. the deadline, before anything else: from here on the pod ends by itself.
+    try {
+      await step(k.deadline(pod));
+    } catch (err) {
+      if (err instanceof StepFailed) {
+        say(`could not set a deadline on pod ${pod}; it needs \`patch\` on pods (deploy/attach-rbac.yaml). Not going on without one: a privileged pod must not outlive its session`);
+      }
+      throw err;
+    }
+
     // 2. readiness: the profile's readiness probe hits /healthz, so Ready means "answers".
     say(`pod ${pod} created; waiting up to ${o.timeout} for it to be ready`);
     try {
@@ -331,7 +360,7 @@ export async function attach(o: AttachOptions, io: Io, signals: NodeJS.EventEmit
     }
 
     // 4. interactive: print curl lines and hold the session until Ctrl-C or the forward ends.
-    say(`${health} answering for node ${o.node} on http://127.0.0.1:${port} (pod ${pod}${o.namespace ? ` in ${o.namespace}` : ''})`);
+    say(`${health} answering for node ${o.node} on http://127.0.0.1:${port} (pod ${pod}${o.namespace ? ` in ${o.namespace}` : ''}; it ends by itself after ${formatSeconds(o.maxDurationSeconds)}, --max-duration)`);
     io.out(`\n${curlLines(port).join('\n')}\n\n`);
     say('Ctrl-C ends the session and deletes the pod');
     const end = await Promise.race([forward.exited.then((r) => ({ exited: r })), stopped.then(() => ({ stopped: true }))]);
@@ -339,7 +368,7 @@ export async function attach(o: AttachOptions, io: Io, signals: NodeJS.EventEmit
       code = 0; // the user ended the session: that is success
       return code;
     }
-    throw new StepFailed(`kubectl port-forward ended (${end.exited.code ?? end.exited.signal}); the pod may have stopped`);
+    throw new StepFailed(`kubectl port-forward ended (${end.exited.code ?? end.exited.signal}); the pod may have stopped (or reached its --max-duration of ${formatSeconds(o.maxDurationSeconds)})`);
   } catch (err) {
     if (err instanceof Stopped) {
       code = err.signal === 'SIGINT' ? 130 : 143;
@@ -372,6 +401,10 @@ export async function attach(o: AttachOptions, io: Io, signals: NodeJS.EventEmit
     }
     for (const s of SIGNALS) signals.off(s, onSignal);
   }
+}
+
+function formatSeconds(s: number): string {
+  return s % 3600 === 0 ? `${s / 3600}h` : s % 60 === 0 ? `${s / 60}m` : `${s}s`;
 }
 
 function delay(ms: number): Promise<void> {

@@ -9,12 +9,13 @@
  *   port-forward client-go portforward    "Forwarding from 127.0.0.1:<port> -> <port>",
  *                                         "Handling connection for <port>"
  *   delete       pkg/cmd/delete/delete.go `pod "<name>" deleted from <ns> namespace`
+ *   patch        pkg/cmd/patch/patch.go   "pod/<name> patched"; refused: the API server's Forbidden
  * Its port-forward really listens on the local port and answers HTTP like a tiny nodetruth
  * (/healthz, and a plain-text echo of any other path), so the launcher's own checks and the
  * printed curl commands can be exercised for real.
  *
  * Behaviour knobs (environment): FAKE_KUBECTL_DEBUG=ok|psa|old, FAKE_KUBECTL_WAIT=ok|timeout|hang,
- * FAKE_KUBECTL_FORWARD=ok|die.
+ * FAKE_KUBECTL_FORWARD=ok|die, FAKE_KUBECTL_PATCH=ok|forbidden.
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -78,6 +79,15 @@ switch (verb) {
   case 'logs':
     out('nodetruth: listen EADDRINUSE: address already in use 127.0.0.1:7070');
     break;
+  case 'patch': {
+    const target = argv.find((a) => a.startsWith('pod/'));
+    if (process.env.FAKE_KUBECTL_PATCH === 'forbidden') {
+      err('Error from server (Forbidden): pods "' + target.slice(4) + '" is forbidden: User "alice" cannot patch resource "pods" in API group "" in the namespace "' + ns + '"');
+      process.exit(1);
+    }
+    out(target + ' patched');
+    break;
+  }
   case 'delete': {
     const pod = argv[argv.indexOf('pod') + 1];
     if (process.env.FAKE_KUBECTL_DEBUG !== 'psa') out('pod "' + pod + '" deleted from ' + ns + ' namespace');

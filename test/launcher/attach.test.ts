@@ -98,17 +98,18 @@ t.test('--get: debug, wait, port-forward, fetch, then delete; exit 0', (t) =>
     const c = capture();
     const code = await attach(opts(['--port', '0', '--get', '/healthz', '--get', '/v1/triage?format=text']), c.io, new EventEmitter());
     t.equal(code, 0, c.err());
-    t.same(fake.verbs(), ['debug', 'wait', 'port-forward', 'delete']);
+    t.same(fake.verbs(), ['debug', 'patch', 'wait', 'port-forward', 'delete']);
     const calls = fake.calls().filter((x) => x.argv);
     t.same(calls[0]!.argv, ['debug', 'node/node-1', `--image=${DEFAULT_IMAGE}`, '--profile=sysadmin', `--custom=${DEFAULT_PROFILE}`, '--', 'nodetruth', 'serve']);
-    t.same(calls[1]!.argv, ['wait', '--for=condition=Ready', `pod/${POD}`, '--timeout=2m']);
-    t.same(calls[2]!.argv, ['port-forward', `pod/${POD}`, ':7070', '--address=127.0.0.1']);
-    t.same(calls[3]!.argv, ['delete', 'pod', POD, '--wait=false', '--ignore-not-found']);
+    t.same(calls[1]!.argv, ['patch', `pod/${POD}`, '--type=merge', '--patch={"spec":{"activeDeadlineSeconds":14400}}'], 'a 4h deadline by default');
+    t.same(calls[2]!.argv, ['wait', '--for=condition=Ready', `pod/${POD}`, '--timeout=2m']);
+    t.same(calls[3]!.argv, ['port-forward', `pod/${POD}`, ':7070', '--address=127.0.0.1']);
+    t.same(calls[4]!.argv, ['delete', 'pod', POD, '--wait=false', '--ignore-not-found']);
     t.match(c.out(), /"status":"ok"/);
     t.match(c.out(), /fake nodetruth answer for \/v1\/triage\?format=text/);
     t.match(c.err(), `pod "${POD}" deleted from default namespace`);
     // the port-forward was ended by the launcher, not left running
-    const forward = calls[2]!;
+    const forward = calls[3]!;
     t.ok(fake.calls().some((x) => x.pid === forward.pid && x.signal === 'SIGTERM'));
     t.notOk(alive(forward.pid));
   }),
@@ -120,7 +121,7 @@ t.test('--get with a non-2xx answer exits 1, and still deletes the pod', (t) =>
     const code = await attach(opts(['--port', '0', '-n', 'ops', '--get', '/missing']), c.io, new EventEmitter());
     t.equal(code, 1);
     t.match(c.err(), 'GET /missing: 404');
-    t.same(fake.verbs(), ['debug', 'wait', 'port-forward', 'delete']);
+    t.same(fake.verbs(), ['debug', 'patch', 'wait', 'port-forward', 'delete']);
     t.match(c.err(), `pod "${POD}" deleted from ops namespace`);
   }),
 );
@@ -130,12 +131,44 @@ t.test('a failing wait shows the pod log, deletes the pod and exits 1; no port-f
     const c = capture();
     const code = await attach(opts(), c.io, new EventEmitter());
     t.equal(code, 1);
-    t.same(fake.verbs(), ['debug', 'wait', 'logs', 'delete']);
+    t.same(fake.verbs(), ['debug', 'patch', 'wait', 'logs', 'delete']);
     t.match(c.err(), `error: timed out waiting for the condition on pods/${POD}`);
     t.match(c.err(), '  | nodetruth: listen EADDRINUSE');
     t.match(c.err(), `pod "${POD}" deleted`);
   }),
 );
+
+t.test('--max-duration becomes the pod\'s activeDeadlineSeconds, set before the pod is waited for', (t) =>
+  withFake(t, {}, async (fake) => {
+    const c = capture();
+    const code = await attach(opts(['--port', '0', '--max-duration', '90m', '-n', 'nodetruth', '--get', '/healthz']), c.io, new EventEmitter());
+    t.equal(code, 0, c.err());
+    const patch = fake.calls().find((x) => x.argv?.includes('patch'))!;
+    t.same(patch.argv, ['--namespace=nodetruth', 'patch', `pod/${POD}`, '--type=merge', '--patch={"spec":{"activeDeadlineSeconds":5400}}']);
+    // what the API server would receive: a merge patch that only adds the pod-level field
+    t.same(JSON.parse(patch.argv!.at(-1)!.slice('--patch='.length)), { spec: { activeDeadlineSeconds: 5400 } });
+  }),
+);
+
+t.test('a refused deadline patch ends the session: the pod is deleted, not left without a deadline', (t) =>
+  withFake(t, { FAKE_KUBECTL_PATCH: 'forbidden' }, async (fake) => {
+    const c = capture();
+    const code = await attach(opts(), c.io, new EventEmitter());
+    t.equal(code, 1);
+    t.same(fake.verbs(), ['debug', 'patch', 'delete']);
+    t.match(c.err(), 'cannot patch resource "pods"');
+    t.match(c.err(), 'it needs `patch` on pods (deploy/attach-rbac.yaml)');
+  }),
+);
+
+t.test('--max-duration is bounded and validated', async (t) => {
+  t.equal(opts().maxDurationSeconds, 4 * 3600, 'default 4h');
+  t.equal(opts(['--max-duration', '1m']).maxDurationSeconds, 60);
+  t.equal(opts(['--max-duration', '168h']).maxDurationSeconds, 7 * 24 * 3600);
+  for (const bad of ['0s', '59s', '169h', '4d', '-1h', '1.5h', '', 'forever']) {
+    t.throws(() => opts(['--max-duration', bad]), { name: 'UsageError', message: /--max-duration/ }, JSON.stringify(bad));
+  }
+});
 
 t.test('a pod refused by Pod Security: a hint, and delete --ignore-not-found all the same', (t) =>
   withFake(t, { FAKE_KUBECTL_DEBUG: 'psa' }, async (fake) => {
@@ -172,7 +205,7 @@ t.test('a port-forward that dies ends the session with 1, and the pod is deleted
     const code = await attach(opts(['--port', '0']), c.io, new EventEmitter());
     t.equal(code, 1);
     t.match(c.err(), 'lost connection to pod');
-    t.same(fake.verbs(), ['debug', 'wait', 'port-forward', 'delete']);
+    t.same(fake.verbs(), ['debug', 'patch', 'wait', 'port-forward', 'delete']);
   }),
 );
 
@@ -186,7 +219,7 @@ t.test('SIGINT while waiting for readiness: wait is ended, pod deleted, exit 130
     await new Promise((r) => setTimeout(r, 200));
     signals.emit('SIGINT', 'SIGINT');
     t.equal(await running, 130);
-    t.same(fake.verbs(), ['debug', 'wait', 'delete']);
+    t.same(fake.verbs(), ['debug', 'patch', 'wait', 'delete']);
     const wait = fake.calls().find((x) => x.argv?.includes('wait'))!;
     t.notOk(alive(wait.pid), 'kubectl wait is not left running');
   }),
@@ -224,7 +257,7 @@ t.test('the real command: curl lines, a working forward, then Ctrl-C (SIGINT) de
 
     child.kill('SIGINT');
     t.equal(await exited, 0, 'exit 0 after Ctrl-C ends a session');
-    t.same(fake.verbs(), ['debug', 'wait', 'port-forward', 'delete']);
+    t.same(fake.verbs(), ['debug', 'patch', 'wait', 'port-forward', 'delete']);
     t.match(err, `pod "${POD}" deleted from default namespace`);
     const forward = fake.calls().find((x) => x.argv?.includes('port-forward'))!;
     t.notOk(alive(forward.pid), 'kubectl port-forward is not left running');
