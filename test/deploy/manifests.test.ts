@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, tlsEnabled } from '../../src/config.js';
 import { kubectlArgs, parseAttachArgs, REMOTE_PORT } from '../../src/launcher/attach.js';
 import { OPEN_ROUTES, ROUTE_RESOURCES } from '../../src/server/plugins/auth.js';
 
@@ -109,6 +109,20 @@ function checkRules(t: Test, o: Obj): void {
 const grants = (role: Obj, group: string, resource: string, verb: string) =>
   role.rules.some((r: Obj) => r.apiGroups.includes(group) && r.resources.includes(resource) && r.verbs.includes(verb));
 
+/** Every (group, resource, verb) a role grants, as "group/resource:verb" strings. */
+const granted = (role: Obj) => new Set<string>(role.rules.flatMap((r: Obj) => r.apiGroups.flatMap((g: string) => r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${g}/${res}:${v}`)))));
+
+/**
+ * The client-node calls the agent makes, and the permission each needs. The test reads
+ * src/sources/kube/api.ts for calls on its API clients: a call missing here fails the test
+ * (add it, and to the ClusterRole), and the ClusterRole may grant nothing else.
+ */
+const API_CALL_PERMISSIONS: Record<string, string> = {
+  listPodForAllNamespaces: '/pods:list',
+  createTokenReview: 'authentication.k8s.io/tokenreviews:create',
+  createSubjectAccessReview: 'authorization.k8s.io/subjectaccessreviews:create',
+};
+
 t.test('deploy/daemonset renders with kubectl kustomize, and every object is well-formed', async (t) => {
   const docs = await kustomize('deploy/daemonset');
   if (!docs) return void t.comment('skipped: no kubectl on PATH');
@@ -147,12 +161,23 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
       t.ok(sas.has(s.name), `subject ${s.name} exists`);
     }
   }
+  // The agent's ClusterRole: exactly what the code calls, nothing more
   const agentRole = roles.get('nodetruth')!;
-  t.ok(grants(agentRole, '', 'pods', 'list') && grants(agentRole, '', 'pods', 'watch'), 'agent: pods list/watch');
-  t.ok(grants(agentRole, '', 'nodes', 'get'), 'agent: nodes get');
-  t.ok(grants(agentRole, 'authentication.k8s.io', 'tokenreviews', 'create'), 'agent: tokenreviews create');
-  t.ok(grants(agentRole, 'authorization.k8s.io', 'subjectaccessreviews', 'create'), 'agent: subjectaccessreviews create');
+  const apiSource = readFileSync(path.join(ROOT, 'src/sources/kube/api.ts'), 'utf8');
+  const calls = new Set([...apiSource.matchAll(/this\.(?:core|authn|authz)\.(\w+)\(/g)].map((m) => m[1]!));
+  t.ok(calls.size > 0, 'found the API calls in src/sources/kube/api.ts');
+  for (const c of calls) t.ok(c in API_CALL_PERMISSIONS, `API call ${c} has a known permission`);
+  t.same([...granted(agentRole)].sort(), [...new Set([...calls].map((c) => API_CALL_PERMISSIONS[c]!))].sort(), 'agent ClusterRole = the permissions of the calls the code makes');
+  t.notOk(grants(agentRole, '', 'pods', 'watch') || grants(agentRole, '', 'nodes', 'get'), 'no watch, no node reads: no code uses them');
   for (const r of agentRole.rules) t.notOk(r.verbs.some((v: string) => ['update', 'patch', 'delete', 'deletecollection'].includes(v) || (v === 'create' && !/reviews$/.test(r.resources[0]))), 'agent: nothing that writes');
+  for (const r of agentRole.rules) t.notOk(r.resources.includes('*') || r.verbs.includes('*') || r.apiGroups.includes('*'), 'agent: no wildcards');
+
+  // Callers: the reader role grants exactly the check --auth kubernetes makes by default, and not nodes/proxy
+  const { config: defaults } = loadConfig([], { NODE_NAME: 'node-1' });
+  t.equal(defaults.authResource, 'nodes/nodetruth', 'a dedicated subresource of nodes');
+  const reader = roles.get('nodetruth-reader')!;
+  t.same([...granted(reader)], [`/${defaults.authResource}:get`], 'nodetruth-reader: get nodes/nodetruth and nothing else');
+  for (const r of roles.values()) t.notOk(grants(r, '', 'nodes/proxy', 'get') || grants(r, '', 'nodes/proxy', 'create'), `${r.metadata.name}: no nodes/proxy (the kubelet API)`);
 
   // The scraper may pass the check --auth kubernetes makes for /metrics, and no more
   const metricsResource = ROUTE_RESOURCES.get('/metrics')!;
@@ -190,6 +215,7 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   for (const probe of [c.livenessProbe, c.readinessProbe]) {
     t.ok(portNames.has(probe.httpGet.port) || c.ports.some((p: Obj) => p.containerPort === probe.httpGet.port), 'probe port is a container port');
     t.ok(OPEN_ROUTES.has(probe.httpGet.path), `probe path ${probe.httpGet.path} is open under --auth kubernetes (probes send no token)`);
+    t.equal(probe.httpGet.scheme, 'HTTPS', 'the probe speaks TLS to a TLS port (the kubelet does not verify it)');
   }
   const envNames = new Set<string>(c.env.map((e: Obj) => e.name));
   t.same(c.env.find((e: Obj) => e.name === 'NODE_NAME').valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } }, 'NODE_NAME from the downward API');
@@ -202,6 +228,14 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   t.same(served.listen, { host: '10.0.3.17', port: 7070 });
   t.equal(served.auth, 'kubernetes');
   t.equal(served.hostRoot, '/host');
+  t.ok(tlsEnabled(served), 'serves TLS');
+  t.ok(args.includes('--tls=on'), 'says so: --tls=on');
+  t.equal(served.tlsCertFile, null, 'a self-signed certificate unless deploy/daemonset/tls-secret is used');
+  t.same(c.env.find((e: Obj) => e.name === 'NODE_IP').valueFrom, { fieldRef: { fieldPath: 'status.hostIP' } }, 'NODE_IP (a SAN of the self-signed certificate) from the downward API');
+  // the Secret's mount: optional, read-only, where the tls-secret variant points
+  const tlsMount = c.volumeMounts.find((m: Obj) => m.name === 'tls');
+  t.same(tlsMount, { name: 'tls', mountPath: '/etc/nodetruth/tls', readOnly: true });
+  t.match(pod.volumes.find((v: Obj) => v.name === 'tls'), { secret: { secretName: 'nodetruth-tls', optional: true } }, 'the pod starts without the Secret');
   // the host root, read-only
   const volumes = new Map<string, Obj>(pod.volumes.map((v: Obj) => [v.name, v]));
   for (const m of c.volumeMounts) t.ok(volumes.has(m.name), `volumeMount ${m.name} has a volume`);
@@ -223,9 +257,27 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   const ep = sm.spec.endpoints[0];
   t.ok(svc.spec.ports.some((p: Obj) => p.name === ep.port), 'endpoint port is a Service port name');
   t.equal(ep.path, '/metrics');
+  t.equal(ep.scheme, 'https', 'scrapes over TLS: the token is not sent in clear');
   t.equal(ep.authorization.type, 'Bearer');
   t.equal(ep.authorization.credentials.name, secret.metadata.name, 'bearer token from the scraper Secret');
   t.equal(ep.authorization.credentials.key, 'token', 'service-account-token Secrets hold the token under "token"');
+});
+
+t.test('deploy/daemonset/tls-secret: the same bundle, serving the certificate of the Secret nodetruth-tls', async (t) => {
+  const docs = await kustomize('deploy/daemonset/tls-secret');
+  if (!docs) return void t.comment('skipped: no kubectl on PATH');
+  const core = (await kustomize('deploy/daemonset/core'))!;
+  t.same(docs.map((d) => `${d.kind}/${d.metadata.name}`), core.map((d) => `${d.kind}/${d.metadata.name}`), 'the core objects');
+  const ds = docs.find((d) => d.kind === 'DaemonSet')!;
+  const c = ds.spec.template.spec.containers[0];
+  const env = Object.fromEntries(c.env.filter((e: Obj) => 'value' in e).map((e: Obj) => [e.name, e.value]));
+  const mount = c.volumeMounts.find((m: Obj) => m.name === 'tls').mountPath;
+  t.equal(env.NODETRUTH_TLS_CERT_FILE, `${mount}/tls.crt`, 'kubernetes.io/tls Secrets hold tls.crt');
+  t.equal(env.NODETRUTH_TLS_KEY_FILE, `${mount}/tls.key`, 'and tls.key');
+  const args = (c.args as string[]).map((a) => a.replace('$(POD_IP)', '10.0.3.17'));
+  const served = loadConfig(args.slice(1), { ...env, NODE_NAME: 'node-1' }).config;
+  t.same([served.tlsCertFile, served.tlsKeyFile], [env.NODETRUTH_TLS_CERT_FILE, env.NODETRUTH_TLS_KEY_FILE]);
+  t.ok(tlsEnabled(served));
 });
 
 t.test('the kubectl debug profile: a partial container kubectl accepts, matching the launcher', async (t) => {
@@ -267,6 +319,7 @@ t.test('deploy/attach-rbac.yaml grants what the launcher runs, and nothing on ot
   t.notOk(nodes.rules.some((r: Obj) => r.resources.some((x: string) => x.startsWith('pods'))), 'no pod rights cluster-wide');
   for (const [res, verb] of [
     ['pods', 'create'],
+    ['pods', 'patch'],
     ['pods', 'get'],
     ['pods', 'watch'],
     ['pods', 'delete'],
