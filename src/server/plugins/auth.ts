@@ -3,7 +3,8 @@
  * (webhook authentication and authorization), against the API server.
  *
  *   bearer token ─ TokenReview (audiences from --auth-audiences) ─ 401 if not authenticated
- *                ─ SubjectAccessReview: get <--auth-resource> (default nodes/proxy) of --node-name ─ 403 if not allowed
+ *                ─ SubjectAccessReview: get <--auth-resource> (default nodes/nodetruth, a subresource
+ *                  only nodetruth asks about; not nodes/proxy, which opens the kubelet API) of --node-name ─ 403 if not allowed
  *                  (GET /metrics asks for nodes/metrics instead, as kubelet does for its own
  *                  /metrics: a scraper needs no more than Prometheus already has on kubelet)
  *
