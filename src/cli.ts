@@ -21,35 +21,55 @@ Flags (each has an environment twin):
 ${flagHelp()}
 `;
 
-/** How long in-flight requests may take to finish after SIGTERM before the agent exits anyway. */
-const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * SIGTERM ends the agent within 5 s at any moment (issue 11). In-flight requests get
+ * SHUTDOWN_GRACE_MS (3 s) to finish, then their work is aborted and they answer 503
+ * (src/server/request-signal.ts); follow streams end at once with a final frame.
+ * At CUT_CONNECTIONS_MS every connection still open (a client that does not read its
+ * answer) is destroyed so close() can finish; EXIT_ANYWAY_MS is the last resort for
+ * a handle that would keep the process alive.
+ */
+const CUT_CONNECTIONS_MS = 4000;
+const EXIT_ANYWAY_MS = 4700;
 
 async function serve(argv: string[]): Promise<void> {
   const { config } = loadConfig(argv);
   const log = createLogger(config);
   const shutdown = new AbortController();
   const deps = createDeps(config, log, shutdown.signal);
-  const app = await buildApp(deps);
-  await app.listen({ host: config.listen.host, port: config.listen.port });
-  log.info({ hostRoot: config.hostRoot, criEndpoint: config.criEndpoint, auth: config.auth }, 'nodetruth serving');
-
+  let app: Awaited<ReturnType<typeof buildApp>> | null = null;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    if (!app?.server.listening) {
+      // still starting: nothing is served yet, so nothing to finish
+      log.info({ signal }, 'shutting down before serving');
+      closeDeps(deps);
+      process.exit(0);
+    }
     log.info({ signal }, 'shutting down: finishing in-flight requests');
-    shutdown.abort(); // ends follow streams, which would otherwise hold close() open
+    shutdown.abort(); // follow streams end, in-flight requests get their grace
+    const cut = setTimeout(() => {
+      log.warn('connections still open; closing them');
+      app?.server.closeAllConnections();
+    }, CUT_CONNECTIONS_MS);
+    cut.unref();
     const force = setTimeout(() => {
-      log.warn('in-flight requests did not finish in time; exiting');
+      log.warn('something still holds the process; exiting');
       process.exit(1);
-    }, SHUTDOWN_GRACE_MS);
+    }, EXIT_ANYWAY_MS);
     force.unref();
     await app.close();
+    clearTimeout(cut);
     closeDeps(deps);
     log.info('stopped');
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
+  app = await buildApp(deps);
+  await app.listen({ host: config.listen.host, port: config.listen.port });
+  log.info({ hostRoot: config.hostRoot, criEndpoint: config.criEndpoint, auth: config.auth }, 'nodetruth serving');
 }
 
 async function main(args: string[]): Promise<number> {

@@ -26,6 +26,11 @@ const FLAGS = {
   'kmsg-path': { env: 'NODETRUTH_KMSG_PATH', help: 'kernel log device (default <host-root>/dev/kmsg); a regular file is read one record per line' },
   'journalctl': { env: 'NODETRUTH_JOURNALCTL', help: 'journalctl to run: auto (host one via chroot, else bundled) or a path' },
   'max-follows': { env: 'NODETRUTH_MAX_FOLLOWS', help: 'concurrent follow streams (default 8)' },
+  'max-follows-per-client': { env: 'NODETRUTH_MAX_FOLLOWS_PER_CLIENT', help: 'concurrent follow streams of one remote address, and of one user under --auth kubernetes (default 4)' },
+  'follow-max': { env: 'NODETRUTH_FOLLOW_MAX', help: 'longest a follow stream lasts; it then ends with a final frame saying so (default 1h)' },
+  'request-timeout': { env: 'NODETRUTH_REQUEST_TIMEOUT', help: 'server-side deadline of every non-follow request: 504 and the work cancelled (default 35s, above the journal\'s 30s)' },
+  'max-connections': { env: 'NODETRUTH_MAX_CONNECTIONS', help: 'open client connections at most; more are closed at once (default 256)' },
+  'allowed-hosts': { env: 'NODETRUTH_ALLOWED_HOSTS', help: 'comma-separated Host names accepted besides localhost, 127.0.0.1, [::1] (loopback without --auth; any port)' },
   'kubelet-healthz': { env: 'NODETRUTH_KUBELET_HEALTHZ', help: 'kubelet healthz URL (default http://127.0.0.1:10248/healthz)' },
   'log-level': { env: 'NODETRUTH_LOG_LEVEL', help: 'pino level (default info)' },
 } as const;
@@ -54,6 +59,20 @@ const durationSchema = z.string().transform((s, ctx) => {
   }
   return ms;
 });
+
+/** A duration in ms between min and max, from text such as 30s or 1h. */
+const boundedDuration = (minMs: number, maxMs: number, range: string) =>
+  z.string().transform((s, ctx) => {
+    const ms = parseDuration(s);
+    if (ms === null || ms < minMs || ms > maxMs) {
+      ctx.addIssue({ code: 'custom', message: `expected a duration between ${range}, got ${JSON.stringify(s)}` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+/** A Host name as a client sends it, without the port: a DNS name, an IPv4 address, or [IPv6]. */
+const HOST_NAME = /^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]{0,62})(\.[a-z0-9]([a-z0-9-]{0,62}))*\.?)$/;
 
 const schema = z
   .object({
@@ -85,6 +104,17 @@ const schema = z
     kmsgPath: z.string().nullable(),
     journalctl: z.string().default('auto'),
     maxFollows: z.coerce.number().int().min(1).max(256).default(8),
+    maxFollowsPerClient: z.coerce.number().int().min(1).max(256).default(4),
+    /** ms */
+    followMax: boundedDuration(1000, 24 * 3600_000, '1s and 24h such as 1h or 30m').prefault('1h'),
+    /** ms */
+    requestTimeout: boundedDuration(1000, 600_000, '1s and 10m such as 35s').prefault('35s'),
+    maxConnections: z.coerce.number().int().min(1).max(65_535).default(256),
+    allowedHosts: z
+      .string()
+      .default('')
+      .transform((s) => s.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean))
+      .refine((hs) => hs.length <= 64 && hs.every((h) => h.length <= 253 && HOST_NAME.test(h)), 'expected comma-separated host names without ports, such as nodetruth.local,[fd00::1]'),
     kubeletHealthz: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:10248/healthz'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })

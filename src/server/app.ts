@@ -5,8 +5,9 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTyp
 import { loadKubeClient } from '../sources/kube/api.js';
 import { VERSION } from '../version.js';
 import type { AppDeps } from './deps.js';
-import { installAuditLog } from './plugins/audit.js';
-import { installAuth } from './plugins/auth.js';
+import { auditClientError, installAuditLog } from './plugins/audit.js';
+import { installAuth, installHostCheck } from './plugins/auth.js';
+import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { installProblemHandlers } from './plugins/problems.js';
 import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
@@ -35,9 +36,22 @@ export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null }
     // the audit hook writes one line per request instead of fastify's two
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // What one client can hold (issue 11, finding 11). Socket-level: the whole request
+    // (headers; these routes take no body) must arrive within 15 s (408 otherwise), and
+    // an idle keep-alive socket is closed after 5 s. No idle timeout on a socket with a
+    // request in flight: a quiet follow stream is legitimate; --request-timeout bounds
+    // the rest. Headers stay within Node's default 16 KiB (431 beyond).
+    requestTimeout: 15_000,
+    keepAliveTimeout: 5_000,
+    clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:net').Socket) {
+      answerClientError(deps, err, socket);
+    },
     // long IDs must reach validation and get a 400, not a 404
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
   }).withTypeProvider<ZodTypeProvider>();
+  app.server.headersTimeout = 10_000;
+  // beyond this, Node closes new connections at once (no answer: there is nothing to spare for one)
+  app.server.maxConnections = deps.config.maxConnections;
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -60,8 +74,11 @@ export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null }
     return payload;
   });
   installProblemHandlers(app);
+  // the deadline first: its outcome (timeout, client-gone) is set before the audit line is written
+  installRequestDeadline(app, { timeoutMs: deps.config.requestTimeout, shutdown: deps.shutdown, shutdownGraceMs: SHUTDOWN_GRACE_MS });
   installAuditLog(app);
   installTextFormat(app);
+  installHostCheck(app, deps); // --auth none only; after the audit hook, so a refused Host is audited
   if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
 
@@ -81,4 +98,27 @@ export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null }
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;
+}
+
+/**
+ * What the HTTP parser refused before it was a request (431 headers too large, 408
+ * too slow, 400 malformed): a problem+json answer and its audit line, then the
+ * socket is closed (fastify's default answers plain JSON and logs nothing).
+ */
+function answerClientError(deps: AppDeps, err: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, title, detail] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request header fields too large', 'the request headers exceed 16 KiB']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request timeout', 'the request did not arrive within 15 s']
+        : [400, 'Bad request', 'the request is not valid HTTP/1.1'];
+  auditClientError(deps.log as unknown as App['log'], status, err.code ?? 'unknown', socket.remoteAddress);
+  const body = JSON.stringify({ type: `https://nodetruth.dev/problems/${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`, title, status, detail });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }

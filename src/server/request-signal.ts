@@ -123,3 +123,11 @@ export function installRequestDeadline(app: FastifyInstance, o: DeadlineOptions)
     });
   });
 }
+
+/**
+ * After SIGTERM, how long in-flight requests may still take before they are cut
+ * with 503: the agent must be gone within 5 s (kubelet's grace is longer, but a
+ * debug pod's `attach` and a rolling update wait on it), with room after the cut
+ * for the answers to go out and the process to exit.
+ */
+export const SHUTDOWN_GRACE_MS = 3000;

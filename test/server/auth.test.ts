@@ -21,6 +21,8 @@ const SCRAPER = 'eyJhbGciOiJSUzI1NiJ9.scraper-secret-token.sig';
 fake.tokens.set(ALICE, { username: 'alice@example.com', groups: ['oncall', 'system:authenticated'], audiences: ['nodetruth', 'https://kubernetes.default.svc'] });
 fake.tokens.set(BOB, { username: 'bob@example.com', groups: ['system:authenticated'], audiences: ['nodetruth'] });
 fake.tokens.set(SCRAPER, { username: 'system:serviceaccount:monitoring:prometheus', groups: ['system:serviceaccounts'], audiences: ['nodetruth'] });
+// the resource every route but /metrics is checked against: the default of --auth-resource
+let RESOURCE = { resource: '', subresource: '' };
 fake.authorize = (r) => {
   const a = r.resourceAttributes;
   // kube-prometheus grants Prometheus get nodes/metrics, not nodes/proxy
@@ -28,7 +30,7 @@ fake.authorize = (r) => {
     const metrics = a.verb === 'get' && a.resource === 'nodes' && a.subresource === 'metrics' && a.name === 'node-a';
     return metrics ? { allowed: true, reason: 'RBAC: allowed by ClusterRole "prometheus-k8s"' } : { allowed: false };
   }
-  const ok = r.groups.includes('oncall') && a.verb === 'get' && a.resource === 'nodes' && a.subresource === 'proxy' && a.name === 'node-a';
+  const ok = r.groups.includes('oncall') && a.verb === 'get' && a.resource === RESOURCE.resource && a.subresource === RESOURCE.subresource && a.name === 'node-a';
   return ok ? { allowed: true, reason: 'RBAC: allowed by ClusterRoleBinding "oncall-node-proxy" of ClusterRole "node-proxy" to Group "oncall"' } : { allowed: false };
 };
 
@@ -38,6 +40,11 @@ t.teardown(async () => {
   await fake.stop();
   rmSync(dir, { recursive: true, force: true });
 });
+{
+  const [resource, subresource = ''] = agent.deps.config.authResource.split('/');
+  RESOURCE = { resource: resource!, subresource };
+}
+const RES_TEXT = agent.deps.config.authResource;
 const get = (url: string, token?: string) => agent.app.inject({ method: 'GET', url, headers: token ? { authorization: `Bearer ${token}` } : {} });
 const reviews = () => ({ tr: fake.count('/apis/authentication.k8s.io'), sar: fake.count('/apis/authorization.k8s.io') });
 const realNow = Date.now;
@@ -63,7 +70,7 @@ t.test('only /healthz is open', async (t) => {
   t.equal(basic.statusCode, 401, 'basic auth is not a bearer token');
 });
 
-t.test('allowed: TokenReview with the audiences, SubjectAccessReview for get nodes/proxy of this node; identity audited', async (t) => {
+t.test('allowed: TokenReview with the audiences, SubjectAccessReview for get --auth-resource of this node; identity audited', async (t) => {
   const before = reviews();
   const r = await get('/readyz', ALICE);
   t.equal(r.statusCode, 200);
@@ -71,7 +78,7 @@ t.test('allowed: TokenReview with the audiences, SubjectAccessReview for get nod
   const tr = fake.requests.find((q) => q.url.includes('tokenreviews'))!.body as { spec: { audiences: string[] } };
   t.same(tr.spec.audiences, ['nodetruth']);
   const sar = fake.requests.filter((q) => q.url.includes('subjectaccessreviews')).at(-1)!.body as { spec: Record<string, unknown> };
-  t.same(sar.spec.resourceAttributes, { verb: 'get', resource: 'nodes', subresource: 'proxy', name: 'node-a' });
+  t.same(sar.spec.resourceAttributes, { verb: 'get', resource: RESOURCE.resource, subresource: RESOURCE.subresource, name: 'node-a' });
   t.equal(sar.spec.user, 'alice@example.com');
   t.same(sar.spec.groups, ['oncall', 'system:authenticated']);
   const audit = agent.logs.filter((l) => l.audit).at(-1)!.audit as Record<string, unknown>;
@@ -95,7 +102,7 @@ t.test('authenticated but not authorized: 403 naming the user and the permission
   const r = await get('/readyz', BOB);
   t.equal(r.statusCode, 403);
   t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
-  t.match(r.json(), { status: 403, title: 'Forbidden', detail: 'user "bob@example.com" cannot get nodes/proxy of node "node-a"' });
+  t.match(r.json(), { status: 403, title: 'Forbidden', detail: `user "bob@example.com" cannot get ${RES_TEXT} of node "node-a"` });
   const audit = agent.logs.filter((l) => l.audit).at(-1)!.audit as Record<string, unknown>;
   t.equal(audit.user, 'bob@example.com', 'the denied user is audited');
   t.equal(audit.status, 403);
@@ -176,6 +183,6 @@ t.test('/metrics asks for nodes/metrics, as kubelet does: a Prometheus token scr
   t.same((sar?.body as { spec: { resourceAttributes: unknown } } | undefined)?.spec.resourceAttributes, { verb: 'get', resource: 'nodes', subresource: 'metrics', name: 'node-a' });
   const other = await get('/v1/runtime', SCRAPER);
   t.equal(other.statusCode, 403);
-  t.match(other.json().detail, /cannot get nodes\/proxy of node "node-a"/);
-  t.equal((await get('/metrics', ALICE)).statusCode, 403, 'nodes/proxy alone does not grant nodes/metrics');
+  t.match(other.json().detail, `cannot get ${RES_TEXT} of node "node-a"`);
+  t.equal((await get('/metrics', ALICE)).statusCode, 403, `${RES_TEXT} alone does not grant nodes/metrics`);
 });
