@@ -15,12 +15,14 @@
 export const OOM_PATTERNS = {
   invoked: /^(.*) invoked oom-killer: gfp_mask=(0x[0-9a-f]+)(?:\(([^)]*)\))?, order=(-?\d+), oom_score_adj=(-?\d+)/,
   memcgUsage: /^memory: usage (\d+)kB, limit (\d+)kB, failcnt (\d+)/,
-  summary:
-    /^oom-kill:constraint=([A-Z_]+)(?:,nodemask=(.*?))?(?:,cpuset=(.*?),mems_allowed=(.*?))?,(?:oom_memcg=(.*?)|(global_oom)),task_memcg=(.*),task=(.*),pid=(\d+),uid=(\d+)$/,
+  /** the summary line is parsed by parseOomSummary (a regex with six adjacent .*? groups took 35 s on a 4 KiB line) */
+  summaryPrefix: 'oom-kill:constraint=',
   killed:
     /^(Memory cgroup out of memory|Out of memory(?: \(oom_kill_allocating_task\))?): Killed process (\d+) \((.*)\) total-vm:(\d+)kB, anon-rss:(\d+)kB, file-rss:(\d+)kB, shmem-rss:(\d+)kB(?:, UID:(\d+) pgtables:(\d+)kB oom_score_adj:(-?\d+))?/,
-  /** kernels before ~5.0 */
-  legacyMemcg: /^Task in (.*) killed as a result of limit of (.*)$/,
+  /** kernels before ~5.0: `Task in <cg> killed as a result of limit of <cg>` (parseLegacyMemcg; the regex was quadratic) */
+  legacyMemcg: { prefix: 'Task in ', separator: ' killed as a result of limit of ' },
+  /** a kernel record's text is at most 1024 bytes (PRINTKRB_RECORD_MAX); longer lines are no OOM report and are not parsed */
+  maxLineChars: 4096,
   /** a cheap prefilter (and journalctl --grep) for the lines above */
   any: 'invoked oom-killer|^memory: usage|^oom-kill:|Killed process|^Task in .* killed as a result',
 } as const;
@@ -74,11 +76,83 @@ export interface OomKill {
   };
 }
 
+/** Indexed like the old regex's groups: 1 constraint, 2 nodemask, 3 cpuset, 4 mems_allowed, 5 oom_memcg, 6 'global_oom', 7 task_memcg, 8 task, 9 pid, 10 uid */
+export type OomSummary = Array<string | undefined>;
+
+const PID_UID = /,pid=(\d+),uid=(\d+)$/;
+
+/**
+ * `oom-kill:constraint=…,nodemask=…,cpuset=…,mems_allowed=…,oom_memcg=<cg>|global_oom,task_memcg=<cg>,task=<comm>,pid=<n>,uid=<n>`
+ * in linear time (indexOf, not backtracking): the task name is the tail after
+ * the last `,task=` (a comm may hold commas), memcg values end at the first
+ * following key.
+ */
+export function parseOomSummary(text: string): OomSummary | null {
+  const pre = OOM_PATTERNS.summaryPrefix;
+  if (!text.startsWith(pre) || text.includes('\n')) return null;
+  let i = pre.length;
+  while (i < text.length && /[A-Z_]/.test(text[i]!)) i++;
+  if (i === pre.length) return null;
+  const constraint = text.slice(pre.length, i);
+  const end = PID_UID.exec(text);
+  if (!end || end.index < i) return null;
+  const mid = text.slice(i, end.index);
+  const t = mid.lastIndexOf(',task=');
+  if (t < 0) return null;
+  const task = mid.slice(t + ',task='.length);
+  const before = mid.slice(0, t);
+  const om = before.indexOf(',oom_memcg=');
+  const gl = before.indexOf(',global_oom,task_memcg=');
+  const at = om >= 0 && (gl < 0 || om < gl) ? om : gl;
+  if (at < 0) return null;
+  let oomMemcg: string | undefined;
+  let global: string | undefined;
+  let taskMemcg: string;
+  if (at === om) {
+    const rest = before.slice(om + ',oom_memcg='.length);
+    const tm = rest.indexOf(',task_memcg=');
+    if (tm < 0) return null;
+    oomMemcg = rest.slice(0, tm);
+    taskMemcg = rest.slice(tm + ',task_memcg='.length);
+  } else {
+    global = 'global_oom';
+    taskMemcg = before.slice(gl + ',global_oom,task_memcg='.length);
+  }
+  // the optional ,nodemask=… and ,cpuset=…,mems_allowed=… in front
+  let sec = before.slice(0, at);
+  let nodemask: string | undefined;
+  let cpuset: string | undefined;
+  let mems: string | undefined;
+  if (sec.startsWith(',nodemask=')) {
+    const c = sec.indexOf(',cpuset=');
+    nodemask = sec.slice(',nodemask='.length, c < 0 ? sec.length : c);
+    sec = c < 0 ? '' : sec.slice(c);
+  }
+  if (sec.startsWith(',cpuset=')) {
+    const ma = sec.indexOf(',mems_allowed=');
+    if (ma < 0) return null;
+    cpuset = sec.slice(',cpuset='.length, ma);
+    mems = sec.slice(ma + ',mems_allowed='.length);
+    sec = '';
+  }
+  if (sec !== '') return null;
+  return [text, constraint, nodemask, cpuset, mems, oomMemcg, global, taskMemcg, task, end[1], end[2]];
+}
+
+/** `Task in <cg> killed as a result of limit of <cg>` → [text, task cgroup, limit cgroup] */
+export function parseLegacyMemcg(text: string): string[] | null {
+  const { prefix, separator } = OOM_PATTERNS.legacyMemcg;
+  if (!text.startsWith(prefix) || text.includes('\n')) return null;
+  const at = text.lastIndexOf(separator);
+  if (at < prefix.length) return null;
+  return [text, text.slice(prefix.length, at), text.slice(at + separator.length)];
+}
+
 interface Open {
   invokedBy: OomKill['invokedBy'];
   usage: [number, number] | null;
-  summary: RegExpExecArray | null;
-  legacy: RegExpExecArray | null;
+  summary: OomSummary | null;
+  legacy: string[] | null;
   first: KernelLine;
   lines: string[];
   bootId: string | null;
@@ -92,7 +166,10 @@ export function parseOomReports(lines: Iterable<KernelLine>, source: 'kmsg' | 'j
     // a report never spans boots
     if (cur && l.bootId !== cur.bootId) cur = null;
     const text = l.text;
+    if (text.length > OOM_PATTERNS.maxLineChars) continue;
     let m: RegExpExecArray | null;
+    let sm: OomSummary | null;
+    let lg: string[] | null;
     if ((m = OOM_PATTERNS.invoked.exec(text))) {
       cur = fresh(l);
       cur.invokedBy = { process: m[1]!, gfpMask: m[2]!, gfpFlags: m[3] ?? null, order: Number(m[4]), oomScoreAdj: Number(m[5]) };
@@ -101,13 +178,13 @@ export function parseOomReports(lines: Iterable<KernelLine>, source: 'kmsg' | 'j
       cur ??= fresh(l);
       cur.usage = [Number(m[1]), Number(m[2])];
       cur.lines.push(text);
-    } else if ((m = OOM_PATTERNS.summary.exec(text))) {
+    } else if ((sm = parseOomSummary(text))) {
       cur ??= fresh(l);
-      cur.summary = m;
+      cur.summary = sm;
       cur.lines.push(text);
-    } else if ((m = OOM_PATTERNS.legacyMemcg.exec(text))) {
+    } else if ((lg = parseLegacyMemcg(text))) {
       cur ??= fresh(l);
-      cur.legacy = m;
+      cur.legacy = lg;
       cur.lines.push(text);
     } else if ((m = OOM_PATTERNS.killed.exec(text))) {
       const r: Open = cur ?? fresh(l);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { splitKmsgText } from '../../../src/sources/kmsg/parse.js';
-import { parseOomReports, type KernelLine } from '../../../src/sources/oom/parse.js';
+import { parseLegacyMemcg, parseOomReports, parseOomSummary, type KernelLine } from '../../../src/sources/oom/parse.js';
 import { parseKubepodsPath } from '../../../src/sources/cgroup/kubepods-path.js';
 import { kmsgFixture } from '../../fixtures/kmsg/oom-reports.js';
 
@@ -65,4 +65,26 @@ t.test('only the key lines (journal --grep), legacy and partial reports', async 
     'journal',
   );
   t.match(only, [{ pid: 77, global: true, taskMemcg: null, uid: null, evidence: { cursor: 'c' } }]);
+});
+
+t.test('hostile kernel lines: parsed in linear time (issue 11)', async (t) => {
+  const line = (text: string, seq = 1) => ({ text, monotonicUs: seq, time: null, bootId: null, seq, cursor: null });
+  const rep = (u: string, n: number) => u.repeat(Math.ceil(n / u.length)).slice(0, n);
+  // shapes that made the old regexes backtrack: 35 s for this 4 KiB summary, 73 s for the 1 MiB legacy line
+  const hostile = [
+    'a'.repeat(1 << 20),
+    'oom-kill:constraint=A' + rep(',nodemask=,cpuset=,mems_allowed=,oom_memcg=,task_memcg=,task=', 4000),
+    'oom-kill:constraint=A' + rep(',nodemask=,cpuset=,mems_allowed=,oom_memcg=,task_memcg=,task=', 1000),
+    'Task in ' + rep(' killed as a result of limit of ', 1 << 20) + 'x\n',
+    'Out of memory: Killed process 1 (' + rep(') total-vm:1kB, (', 1 << 20),
+  ];
+  t.same(parseOomReports(hostile.map((h, i) => line(h, i)), 'kmsg'), []);
+  t.equal(parseOomSummary(hostile[2]!), null);
+  // a hostile comm with commas and keys inside still parses: the task is what follows the last ,task=
+  const s = parseOomSummary('oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/kubepods.slice/a,task_memcg=/kubepods.slice/a/b,task=x,task_memcg=y,pid=12,uid=0');
+  t.same(s?.slice(1), ['CONSTRAINT_MEMCG', '(null)', '/', '0', '/kubepods.slice/a', undefined, '/kubepods.slice/a/b', 'x,task_memcg=y', '12', '0']);
+  t.same(parseOomSummary('oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/user.slice,task=stress,pid=7,uid=1000')?.slice(1), [
+    'CONSTRAINT_NONE', '(null)', '/', '0', undefined, 'global_oom', '/user.slice', 'stress', '7', '1000',
+  ]);
+  t.same(parseLegacyMemcg('Task in /kubepods/pod1/c killed as a result of limit of /kubepods/pod1'), ['Task in /kubepods/pod1/c killed as a result of limit of /kubepods/pod1', '/kubepods/pod1/c', '/kubepods/pod1']);
 });
