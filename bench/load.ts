@@ -5,7 +5,12 @@
  * (`node dist/cli.js serve`) with the FAKE CRI runtime in another process.
  * Pass: zero errors (connection errors, timeouts, non-2xx), RSS growth < 20%
  * from the start of the run to its end. Records throughput, latency
- * percentiles, and the agent's RSS idle, during and after (and its peak, VmHWM).
+ * percentiles, and the agent's RSS idle, during and after (and its peak, VmHWM), and the
+ * longest event-loop delay of the agent during the run: every /metrics answer carries
+ * nodetruth_nodejs_eventloop_lag_max_seconds, the maximum since the previous scrape (prom-client
+ * resets it on each), so the maximum over all /metrics answers of the run (those of the mix and
+ * one before and after) is the run's; nodetruth_eventloop_delay_max_seconds (never reset) is
+ * read before and after as a cross-check.
  *
  *   npx tsx bench/load.ts [seconds=60] [connections=50]
  */
@@ -69,6 +74,13 @@ try {
   }
   await new Promise((r) => setTimeout(r, 2000));
   const idleRss = rssBytes(pid);
+  const loopOf = (text: string, name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
+  const LAG = 'nodetruth_nodejs_eventloop_lag_max_seconds';
+  const SINCE_START = 'nodetruth_eventloop_delay_max_seconds';
+  // this scrape resets the since-last-scrape maximum: what follows is the run's
+  const beforeText = await (await fetch(`${node.agent.url}/metrics`)).text();
+  const loopSinceStartBefore = loopOf(beforeText, SINCE_START);
+  let loopRunMax = 0;
 
   const samples: { t: number; rss: number }[] = [];
   const t0 = Date.now();
@@ -90,12 +102,16 @@ try {
         onResponse: (status: number, body: string, context: object) => {
           const key = `${status} ${String((context as { path?: string }).path).split('?')[0]} ${body.slice(0, 160)}`;
           if (status >= 300) failed.set(key, (failed.get(key) ?? 0) + 1);
+          else if ((context as { path?: string }).path === '/metrics') loopRunMax = Math.max(loopRunMax, loopOf(body, LAG) || 0);
         },
       },
     ],
   });
   clearInterval(sampler);
   const endRss = rssBytes(pid);
+  const afterText = await (await fetch(`${node.agent.url}/metrics`)).text();
+  loopRunMax = Math.max(loopRunMax, loopOf(afterText, LAG) || 0);
+  const loopSinceStartAfter = loopOf(afterText, SINCE_START);
   await new Promise((r) => setTimeout(r, 5000));
   const afterRss = rssBytes(pid);
   const heap = Object.fromEntries(
@@ -131,6 +147,12 @@ try {
       peakVmHWM: mib(hwmBytes(pid)),
     },
     heapAfterMiB: heap,
+    eventLoopMaxDelayMs: {
+      duringRun: round(loopRunMax, 1),
+      sinceStartBeforeRun: round(loopSinceStartBefore, 1),
+      sinceStartAfterRun: round(loopSinceStartAfter, 1),
+      note: 'monitorEventLoopDelay at 10 ms resolution (about 10 means no delay); the agent process only',
+    },
     nodeArgs,
     rssGrowthStartToEnd: `${round(growth * 100, 1)}%`,
     pass: { zeroErrors: errors === 0, rssGrowthUnder20: growth < 0.2, rssUnder100MiB: Math.max(...samples.map((s) => s.rss)) < 100 * 2 ** 20 },
