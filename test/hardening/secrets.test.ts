@@ -7,22 +7,69 @@
  * parameters filled with real ids) with `Authorization: Bearer <random>` under
  * --auth kubernetes (a FAKE API server accepts the token): no output holds a
  * secret, and the agent's log (its audit lines) holds neither a secret nor the token.
+ *
+ * Beside the fake node's own secrets, the shapes redaction once missed (issue 11,
+ * finding 9) and the 2,000-deep annotation (finding 2) are added to its
+ * containers, pods and processes: mysql's `-pSECRET`, curl's `-H 'Authorization:
+ * Bearer …'` and `--header=Cookie: …`, a positional `PASSWORD=…`, URL userinfo,
+ * a shell script holding all of them, registry headers (`{"Authorization":
+ * ["Basic …"]}`) and a document nested 2,000 deep with env values at the bottom.
+ * The FAKE runtime runs in this process, so it serves the node as changed here.
  */
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import t from 'tap';
 import { makeFakeScaleHost } from '../fixtures/fake-node.js';
-import { startAgentProcess, startFakeCriProcess } from '../helpers/agent-process.js';
+import { startAgentProcess } from '../helpers/agent-process.js';
+import { FakeCriServer } from '../helpers/fake-cri.js';
 import { apiPod, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 
 const host = await makeFakeScaleHost({ pods: 6, perPod: 2, journal: true, logLines: 10 });
-const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; agent?: Awaited<ReturnType<typeof startAgentProcess>>; kube?: FakeKubeApiServer } = {};
+// the new shapes (issue 11, findings 2 and 9), each with its own secret
+const n = randomBytes(6).toString('hex');
+const shape = {
+  mysql: `FAKESHAPEmysql${n}`,
+  bearer: `FAKESHAPEbearer${n}`,
+  cookie: `FAKESHAPEcookie${n}`,
+  positional: `FAKESHAPEpositional${n}`,
+  url: `FAKESHAPEurl${n}`,
+  script: `FAKESHAPEscript${n}`,
+  header: `FAKESHAPEheader${n}`,
+  deep: `FAKESHAPEdeep${n}`,
+};
+const secrets = [...host.secrets, ...Object.values(shape)];
+const deep = `${'{"a":'.repeat(2000)}{"env":[{"name":"DB_PASSWORD","value":"${shape.deep}"}]}${'}'.repeat(2000)}`;
+const hostile = {
+  'example.com/deep': deep,
+  'example.com/deep-array': `${'['.repeat(2000)}${']'.repeat(2000)}`,
+  'example.com/upstream': `https://svc:${shape.url}@upstream.example.com/`,
+  'example.com/registry': JSON.stringify({ headers: { Authorization: [`Basic ${shape.header}`] } }),
+};
+for (const p of host.node.pods) p.annotations = { ...p.annotations, ...hostile };
+for (const c of host.node.containers) {
+  c.annotations = { ...c.annotations, ...hostile };
+  c.args = [
+    ...(c.args ?? []),
+    `-p${shape.mysql}`,
+    '-H', `Authorization: Bearer ${shape.bearer}`,
+    `--header=Cookie: sid=${shape.cookie}`,
+    `PASSWORD=${shape.positional}`,
+    `postgres://app:${shape.url}@db:5432/shop`,
+    `mysql -uroot -p${shape.script} shop && curl -H "X-Api-Key: ${shape.script}" https://u:${shape.script}@h/`,
+  ];
+  // the processes' command lines say the same (the tree was written from the old args)
+  if (c.pid) writeFileSync(path.join(host.root, 'proc', String(c.pid), 'cmdline'), `${c.args.join('\0')}\0`);
+}
+const started: { cri?: FakeCriServer; agent?: Awaited<ReturnType<typeof startAgentProcess>>; kube?: FakeKubeApiServer } = {};
 t.teardown(async () => {
   await started.agent?.stop();
   await started.cri?.stop();
   await started.kube?.stop();
   host.cleanup();
 });
-const cri = (started.cri = await startFakeCriProcess(host.options));
+const cri = (started.cri = new FakeCriServer(host.node));
+await cri.start();
 const kube = (started.kube = await new FakeKubeApiServer().start());
 const token = `nt-${randomBytes(24).toString('base64url')}`;
 kube.tokens.set(token, { username: 'oncall@example.com', groups: ['system:authenticated'] });
@@ -77,7 +124,7 @@ t.test('every GET route, in every format, shows no secret', async (t) => {
         bytes += body.length;
         if (res.status === 200) ok.add(p);
         if (res.status >= 500) leaks.push(`${path} (${variant}): status ${res.status} ${body.slice(0, 200)}`);
-        for (const s of host.secrets) if (body.includes(s)) leaks.push(`${path} (${variant}): holds ${s}`);
+        for (const s of secrets) if (body.includes(s)) leaks.push(`${path} (${variant}): holds ${s}`);
         if (body.includes(token)) leaks.push(`${path} (${variant}): echoes the bearer token`);
       }
     }
@@ -86,7 +133,10 @@ t.test('every GET route, in every format, shows no secret', async (t) => {
   t.same(leaks, [], 'no secret, no token, no 5xx in any output');
   // the scan means something only if the secrets were there to be found
   const raw = await get(`/v1/containers/${running.id}`);
-  t.match(await raw.text(), /<redacted>/, 'the container status is where the secrets were, redacted');
+  const rawText = await raw.text();
+  t.match(rawText, /<redacted>/, 'the container status is where the secrets were, redacted');
+  t.match(rawText, /nested deeper than/, 'the 2,000-deep annotation is there, cut at the bound');
+  t.match(rawText, /-p<redacted>/, "mysql's -pSECRET is there, redacted");
 });
 
 t.test('the agent log holds no bearer token and no secret', async (t) => {
@@ -97,5 +147,5 @@ t.test('the agent log holds no bearer token and no secret', async (t) => {
   t.ok(audits.some((l) => l.includes('oncall@example.com')), 'audit lines name the user, not the token');
   t.notOk(log.includes(token), 'the token is not in the log');
   t.notOk(log.includes(token.slice(3, 20)), 'not even part of it');
-  for (const s of host.secrets) t.notOk(log.includes(s), `secret ${s.slice(0, 18)}… is not in the log`);
+  for (const s of secrets) t.notOk(log.includes(s), `secret ${s.slice(0, 18)}… is not in the log`);
 });
