@@ -195,6 +195,9 @@ function itemOf(url: string, host: FakeScaleHost): string {
     [h.hugeArgsContainer, '128 KiB args, 4 MiB cmdline pid'],
     [h.deepAnnotationPod, '2,000-deep JSON annotation'],
   ];
+  // a container whose pod holds a hostile item of another container (a sibling's cgroup is read for its sandbox)
+  const podOf = new Map(host.node.containers.map((c) => [c.id, c.podSandboxId]));
+  for (const [id, what] of [...names]) for (const c of host.node.containers) if (c.id !== id && c.podSandboxId === podOf.get(id)) names.push([c.id, `same pod as: ${what}`]);
   for (const [id, what] of names) if (url.includes(id) || url.includes(id.slice(0, 12))) return what;
   const decoded = (() => {
     try {
