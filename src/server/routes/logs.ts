@@ -144,12 +144,13 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
           timestamps: bool.describe('prefix each line with its RFC3339Nano time (text format)'),
           stream: z.enum(['stdout', 'stderr', 'all']).optional(),
           follow: bool,
-          limitBytes: int.describe('bytes of message text returned'),
+          limitBytes: int.describe(`bytes of message text returned (default ${PODLOG_LIMITS.defaultLimitBytes}); with tailLines or sinceTime the newest lines that fit`),
         }),
       },
       config: {
-        table: (b: { entries: Array<{ time: string; message: string }>; timestamps: boolean }) =>
-          b.entries.map((e) => (b.timestamps ? `${e.time} ${e.message}` : e.message)).join('\n') + (b.entries.length ? '\n' : ''),
+        // a line cut at the 1 MiB line cap (PODLOG_LIMITS.maxLineBytes) says so in text too
+        table: (b: { entries: Array<{ time: string; message: string; cut?: boolean }>; timestamps: boolean }) =>
+          b.entries.map((e) => (b.timestamps ? `${e.time} ${e.message}` : e.message) + (e.cut ? ' [cut: longer than the line cap]' : '')).join('\n') + (b.entries.length ? '\n' : ''),
       },
     },
     async (req, reply) => {
