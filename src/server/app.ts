@@ -31,7 +31,8 @@ export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null }
   const tls = opts.tls === undefined ? await loadTls(deps.config, deps.log) : opts.tls;
   const app = Fastify({
     // typed as plain HTTP either way: an https.Server is one to everything here
-    ...(tls ? ({ https: { key: tls.key, cert: tls.cert, minVersion: 'TLSv1.2' } } as object) : {}),
+    // (a client that never finishes its handshake is dropped after 10 s, not Node's 120 s)
+    ...(tls ? ({ https: { key: tls.key, cert: tls.cert, minVersion: 'TLSv1.2', handshakeTimeout: 10_000 } } as object) : {}),
     loggerInstance: deps.log as FastifyBaseLogger,
     // the audit hook writes one line per request instead of fastify's two
     logController: new LogController({ disableRequestLogging: true }),
