@@ -11,7 +11,7 @@ import type { Evidence, Finding, Severity, Subject } from '../model/triage.js';
 import type { ContainerRow } from '../sources/cri/runtime-view.js';
 import type { AttributedOomKill } from '../sources/oom/oom.js';
 import type { Got, TriageSnapshot } from './snapshot.js';
-import { KUBELET_JOURNAL_PATTERNS, THRESHOLDS } from './thresholds.js';
+import { KUBELET_JOURNAL_PATTERNS, matchesJournalPattern, THRESHOLDS } from './thresholds.js';
 
 export interface Rule {
   /** finding ids this rule may emit */
@@ -202,7 +202,7 @@ const journalRule: Rule = {
       if (sev === 'I' || (sev === null && (r.priority ?? 6) > 4)) continue;
       if (Date.parse(r.time) * 1000 < cutoffUs) continue;
       for (const p of KUBELET_JOURNAL_PATTERNS) {
-        if (!p.re.test(r.message)) continue;
+        if (!matchesJournalPattern(p, r.message)) continue;
         const h = hits.get(p.id) ?? { first: r.time, last: r.time, n: 0, ev: [] };
         h.n++;
         h.last = r.time;

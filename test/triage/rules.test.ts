@@ -16,7 +16,7 @@ import { parseOomReports } from '../../src/sources/oom/parse.js';
 import { buildReport, EXIT_CODES, renderText } from '../../src/triage/report.js';
 import { RULES } from '../../src/triage/rules.js';
 import type { TriageSnapshot } from '../../src/triage/snapshot.js';
-import { KUBELET_JOURNAL_PATTERNS, THRESHOLDS } from '../../src/triage/thresholds.js';
+import { JOURNAL_MATCH_PREFIX, KUBELET_JOURNAL_PATTERNS, matchesJournalPattern, THRESHOLDS } from '../../src/triage/thresholds.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { GUARANTEED_ID, OOM_CHILD_ID, OOM_MAIN_ID, POD_UID, realNode, SANDBOX_ID, SPIN_ID } from '../fixtures/node-tree.js';
 import { cniState, disk, failed, healthySnapshot, iso, kubeletLine, NOW, ok, row, sandbox } from '../fixtures/triage-snapshot.js';
@@ -365,6 +365,21 @@ t.test('kubelet journal errors of the last 10 minutes, by kind, with cursors', a
   t.match(f.find((x) => x.id === 'kubelet-sandbox-network-errors')!.evidence.map((e) => e.excerpt), [/failed to setup network for sandbox/, /cni plugin not initialized/]);
   t.equal(f.find((x) => x.id === 'kubelet-pleg-unhealthy')!.severity, 'critical');
   t.equal(KUBELET_JOURNAL_PATTERNS.length, 4);
+});
+
+t.test('kubelet journal phrases: hostile lines are matched in one pass, and only where the regexes matched', async (t) => {
+  const pleg = KUBELET_JOURNAL_PATTERNS.find((p) => p.id === 'kubelet-pleg-unhealthy')!;
+  const net = KUBELET_JOURNAL_PATTERNS.find((p) => p.id === 'kubelet-sandbox-network-errors')!;
+  // the shapes that made the old regexes backtrack (PLEG.*relist: 18 s over 20,000 such lines)
+  t.equal(matchesJournalPattern(pleg, 'PLEG'.repeat(12_000)), false);
+  t.equal(matchesJournalPattern(net, 'failed to set up sandbox container '.repeat(1400)), false);
+  t.equal(matchesJournalPattern(net, 'plugin type="'.repeat(4000)), false);
+  // real kubelet 1.30 lines
+  t.equal(matchesJournalPattern(pleg, 'kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m5s ago; threshold is 3m0s"'), true);
+  t.equal(matchesJournalPattern(pleg, 'generic.go:224] "GenericPLEG: Unable to retrieve pods" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" relist'), true);
+  t.equal(matchesJournalPattern(pleg, 'relist before PLEG'), false, 'in order, as PLEG.*relist');
+  t.equal(matchesJournalPattern(net, 'pod_workers.go:1298] "Error syncing pod" err="failed to \"CreatePodSandbox\": rpc error: code = Unknown desc = failed to setup network for sandbox \"9f1c\": plugin type=\"calico\" failed (add): error getting ClusterInformation"'), true);
+  t.equal(matchesJournalPattern(net, `${'x'.repeat(JOURNAL_MATCH_PREFIX)} cni plugin not initialized`), false, 'only the first KiB is searched');
 });
 
 t.test('a failing source is a finding, not a crash; the other rules still run', async (t) => {
