@@ -32,10 +32,21 @@ export function nanosToRfc3339(nanos: string | number | null | undefined): strin
 
 const num = (v: unknown): number => (v === null || v === undefined || v === '' ? 0 : Number(v));
 
+/**
+ * The largest verbose-info value parsed as JSON. A real container's info (CRI config +
+ * OCI spec) is 10–600 KiB; the gRPC limit lets a runtime send 16 MiB, and JSON.parse
+ * holds the event loop ~25 ms per MiB, so a bigger value is reported, not parsed.
+ */
+export const MAX_INFO_JSON = 2 * 1024 * 1024;
+
 /** `info` values are JSON documents in a string map; parse each, keep the text when it is not JSON. */
 export function parseInfo(info: Record<string, string> | null | undefined): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(info ?? {})) {
+    if (v.length > MAX_INFO_JSON) {
+      out[k] = `<not parsed: ${v.length} characters, over the ${MAX_INFO_JSON}-character bound>`;
+      continue;
+    }
     try {
       out[k] = JSON.parse(v);
     } catch {

@@ -4,7 +4,7 @@ import t from 'tap';
 import { cgroupDriverOf } from '../../../src/server/routes/runtime.js';
 import { unavailableCause } from '../../../src/sources/cri/errors.js';
 import { resolvePrefix } from '../../../src/sources/cri/ids.js';
-import { nanosToRfc3339, parseInfo, toImage, toImageFsInfo, toRuntimeStatus } from '../../../src/sources/cri/normalize.js';
+import { MAX_INFO_JSON, nanosToRfc3339, parseInfo, toImage, toImageFsInfo, toRuntimeStatus } from '../../../src/sources/cri/normalize.js';
 
 const capture = (name: string) => JSON.parse(readFileSync(new URL(`../../fixtures/cri/${name}`, import.meta.url), 'utf8'));
 
@@ -74,4 +74,11 @@ t.test('prefix resolution', async (t) => {
   };
   t.match(thrown(() => resolvePrefix(items, 'abc', 'container')), { status: 409, extra: { candidates: ['abc1', 'abc2'] } });
   t.match(thrown(() => resolvePrefix(items, 'f', 'container')), { status: 404 });
+});
+
+t.test('a verbose info value over the parse bound is reported, not parsed (JSON.parse holds the loop ~25 ms per MiB)', async (t) => {
+  const big = JSON.stringify({ config: { pad: 'x'.repeat(MAX_INFO_JSON) } });
+  const out = parseInfo({ info: big, small: '{"pid":42}' });
+  t.match(out.info, /^<not parsed: \d+ characters, over the 2097152-character bound>$/);
+  t.same(out.small, { pid: 42 }, 'the others are parsed as before');
 });
