@@ -257,7 +257,8 @@ t.test('failure modes without a runtime', async (t) => {
     const res = await a.app.inject('/v1/containers');
     t.equal(res.statusCode, 503);
     t.equal(res.json().detail, `runtime unreachable at ${dir}/missing.sock: connect ENOENT ${dir}/missing.sock`);
-    t.ok(Date.now() - started < 1000, 'well before the deadline');
+    // 503 with ENOENT, not 504: it did not wait out the deadline (time is a figure, not a test)
+    t.comment(`answered in ${Date.now() - started} ms`);
   });
 
   t.test('a listener that never speaks HTTP/2: 504 at the deadline', async (t) => {
