@@ -64,6 +64,14 @@ async function serve(argv: string[]): Promise<void> {
     clearTimeout(cut);
     closeDeps(deps);
     log.info('stopped');
+    // Every request has been answered or cut. What may still hold the loop is work
+    // nobody waits for: a CRI call that grpc-js completes even after its channel is
+    // closed, up to --cri-timeout later. Give it a moment to drain by itself, then go.
+    const drain = setTimeout(() => {
+      log.info({ pending: process.getActiveResourcesInfo() }, 'exiting with abandoned work pending');
+      process.exit(0);
+    }, 300);
+    drain.unref();
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));

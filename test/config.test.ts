@@ -65,3 +65,27 @@ t.test('the CLI exits 2 on a bad flag, prints the version', async (t) => {
   t.equal(unknown.status, 2);
   t.match(unknown.stderr, /unknown command "frobnicate"/);
 });
+
+t.test('issue 11 bounds: defaults, env twins and refusals', async (t) => {
+  const { config } = loadConfig([], { NODE_NAME: 'n' });
+  t.equal(config.requestTimeout, 35_000, 'a little above the journal deadline (30 s)');
+  t.equal(config.followMax, 3_600_000);
+  t.equal(config.maxFollowsPerClient, 4);
+  t.equal(config.maxConnections, 256);
+  t.same(config.allowedHosts, []);
+  const env = { NODE_NAME: 'n', NODETRUTH_ALLOWED_HOSTS: 'Nodetruth.Local, [fd00::1]', NODETRUTH_FOLLOW_MAX: '30m', NODETRUTH_REQUEST_TIMEOUT: '1m' };
+  const c = loadConfig([], env).config;
+  t.same(c.allowedHosts, ['nodetruth.local', '[fd00::1]']);
+  t.equal(c.followMax, 1_800_000);
+  t.equal(c.requestTimeout, 60_000);
+  for (const [argv, message] of [
+    [['--allowed-hosts', 'evil.example:8080'], /--allowed-hosts: expected comma-separated host names without ports/],
+    [['--allowed-hosts', '*'], /--allowed-hosts/],
+    [['--request-timeout', '0s'], /--request-timeout: expected a duration between 1s and 10m/],
+    [['--follow-max', '48h'], /--follow-max: expected a duration between 1s and 24h/],
+    [['--max-follows-per-client', '0'], /--max-follows-per-client/],
+    [['--max-connections', 'lots'], /--max-connections/],
+  ] as const) {
+    t.throws(() => loadConfig([...argv], { NODE_NAME: 'n' }), { message }, argv.join(' '));
+  }
+});

@@ -186,3 +186,44 @@ t.test('/metrics asks for nodes/metrics, as kubelet does: a Prometheus token scr
   t.match(other.json().detail, `cannot get ${RES_TEXT} of node "node-a"`);
   t.equal((await get('/metrics', ALICE)).statusCode, 403, `${RES_TEXT} alone does not grant nodes/metrics`);
 });
+
+t.test('finding 11: a flood of unknown tokens is rate-limited (429 + Retry-After) and never reaches past the bucket', async (t) => {
+  // a fresh agent: its bucket is full
+  const a = await testApp(['--auth', 'kubernetes', '--kubeconfig', kubeconfig, '--node-name', 'node-a', '--auth-audiences', 'nodetruth', '--host-root', dir]);
+  t.teardown(() => a.close());
+  const ok = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${ALICE}` } });
+  t.equal(ok.statusCode, 200);
+  const before = reviews();
+  const statuses: number[] = [];
+  let retryAfter: string | undefined;
+  for (let i = 0; i < AUTH_CACHE.reviewBurst + 30; i++) {
+    const r = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer random-${i}-${Math.random()}` } });
+    statuses.push(r.statusCode);
+    if (r.statusCode === 429) {
+      retryAfter ??= r.headers['retry-after'] as string;
+      t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
+    }
+  }
+  t.ok(statuses.filter((s) => s === 429).length >= 25, `most of the flood is refused without asking: ${statuses.filter((s) => s === 429).length} x 429`);
+  t.ok(statuses.filter((s) => s === 401).length <= AUTH_CACHE.reviewBurst + 5, 'at most about the burst was reviewed');
+  t.ok(reviews().tr - before.tr <= AUTH_CACHE.reviewBurst + 5, 'the API server saw at most about the burst');
+  t.match(retryAfter, /^\d+$/);
+  const again = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${ALICE}` } });
+  t.equal(again.statusCode, 200, 'a cached allowed token still works during the flood');
+});
+
+t.test('finding 11: refused tokens fill their own cache; they never evict an allowed entry', async (t) => {
+  const { AuthDecider } = await import('../../src/server/plugins/auth.js');
+  let tick = 0;
+  // the bucket's clock jumps a second per look, so the bucket never runs dry here
+  const decider = new AuthDecider(agent.deps, Date.now, () => (tick += 1000));
+  t.equal((await decider.decide(ALICE)).ok, true);
+  const floods = AUTH_CACHE.maxDenied + 50;
+  for (let i = 0; i < floods; i += 16) {
+    await Promise.all(Array.from({ length: Math.min(16, floods - i) }, (_, j) => decider.decide(`flood-${i + j}`)));
+  }
+  t.same(decider.sizes, { allowed: 1, denied: AUTH_CACHE.maxDenied }, 'the refused cache is bounded, the allowed entry kept');
+  const before = reviews();
+  t.equal((await decider.decide(ALICE)).ok, true);
+  t.same(reviews(), before, 'the allowed entry is still served from the cache');
+});
