@@ -1,10 +1,10 @@
-import { constants, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
 import { ambiguous, badRequest, isProblem, notFound } from '../../errors.js';
-import { isGone, type HostFs } from '../hostfs/hostfs.js';
+import { isHostPathError, type HostFs } from '../hostfs/hostfs.js';
 import { ForwardLines, LineJoiner, LineParts, MAX_HEADER_BYTES, MAX_LINE_BYTES, parseCriLine, ROTATED, type LogEntry, type RawLine, type Stream } from './cri-log.js';
 import { sleep } from '../../util/concurrency.js';
 
@@ -407,38 +407,28 @@ export class PodLogs {
   }
 
   /**
-   * Open a pod log file for reading: the path resolved inside the host root,
-   * the last component not followed (O_NOFOLLOW), and the file actually opened
-   * (its /proc/self/fd link) checked to lie under the host's /var/log; a
-   * directory symlink out of /var/log is refused after the fact, race-free.
-   * null when it does not exist.
+   * Open a pod log file for reading through HostFs.openFile: every component
+   * resolved inside the host root without following a link out, the fd checked
+   * by the kernel's name for it, and the file required to lie under the host's
+   * /var/log. A refusal is a 400 with its reason. null when it does not exist.
    */
   private async openLog(hostPath: string): Promise<OpenLog | null> {
     assertUnderVarLog(hostPath);
-    const real = await this.fs.resolve(hostPath);
-    let fh: fsp.FileHandle;
+    let fh: fsp.FileHandle | null;
     try {
-      fh = await fsp.open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+      fh = await this.fs.openFile(hostPath, { within: '/var/log' });
     } catch (err) {
-      if (isGone(err)) return null;
-      if ((err as NodeJS.ErrnoException).code === 'ELOOP') throw badRequest(`refusing to read ${hostPath}: it is a symbolic link`);
+      if (isHostPathError(err)) throw badRequest(`refusing to read a container log: ${err.message}`, { reason: err.code });
       throw err;
     }
+    if (!fh) return null;
     try {
-      const [where, base] = await Promise.all([fsp.readlink(`/proc/self/fd/${fh.fd}`), this.varLogRoot()]);
-      if (!where.startsWith(`${base}/`)) throw badRequest(`refusing to read ${hostPath}: it resolves outside /var/log of the host`);
       const st = await fh.stat();
-      if (!st.isFile()) throw badRequest(`${hostPath} is not a regular file`);
       return { fh, size: st.size, ino: st.ino };
     } catch (err) {
       await fh.close();
       throw err;
     }
-  }
-
-  /** where the host's /var/log really is (it may itself be a link, e.g. to a bigger disk) */
-  private async varLogRoot(): Promise<string> {
-    return fsp.realpath(await this.fs.resolve('/var/log'));
   }
 }
 
