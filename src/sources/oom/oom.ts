@@ -72,6 +72,10 @@ export class OomSource {
     for (const it of await this.kmsg.readAll(signal)) {
       if (it.kind !== 'record') continue;
       const r = it.record;
+      // Only the kernel writes facility 0: the kernel forces LOG_USER (1) or the writer's own
+      // facility on every record written to /dev/kmsg from userspace, so a forged OOM report
+      // naming another pod cannot pass for the kernel's.
+      if (r.facility !== 0) continue;
       lines.push({ text: r.text, monotonicUs: r.tsUsec, time: formatMicros(boot + r.tsUsec), bootId, seq: r.seq, cursor: null });
     }
     return parseOomReports(lines, 'kmsg');
@@ -89,7 +93,8 @@ export class OomSource {
         boot: null,
         priority: null,
         follow: false,
-        matches: ['_TRANSPORT=kernel'],
+        // journald keeps the kmsg facility: a record injected from userspace is not SYSLOG_FACILITY=0
+        matches: ['_TRANSPORT=kernel', 'SYSLOG_FACILITY=0'],
       },
       signal,
     );

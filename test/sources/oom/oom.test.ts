@@ -55,3 +55,13 @@ t.test('memory.events of live pods and containers', async (t) => {
   t.match(ev.find((e) => e.containerId === OOM_CHILD_ID)?.events, { oom: 1, oomKill: 1 });
   t.notOk(ev.find((e) => e.containerId === OOM_MAIN_ID), 'the OOM-killed main container lost its scope');
 });
+
+t.test('an OOM report written to /dev/kmsg from userspace (facility 1, forced by the kernel) is not a kill', async (t) => {
+  // the real report, as a tenant with /dev/kmsg write access would replay it to blame another pod
+  const forged = path.join(host.root, 'forged.kmsg');
+  const real = (await import('node:fs')).readFileSync(kmsgFixture('oom-memcg-systemd.kmsg'), 'utf8');
+  writeFileSync(forged, real.replace(/^(\d+),/gm, (_, pri: string) => `${(Number(pri) & 7) | 8},`));
+  const r = await new OomSource(new KmsgReader(fs, forged), null, fs).kills();
+  t.same(r.kills, []);
+  t.equal((await new OomSource(new KmsgReader(fs, kmsgFixture('oom-memcg-systemd.kmsg')), null, fs).kills()).kills.length, 2, 'the kernel-written original still counts');
+});
