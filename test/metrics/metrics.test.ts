@@ -178,12 +178,13 @@ t.test('bounded: at most N cgroups, pods first; the rest counted; a slow source 
   const agent = await testApp(flags);
   t.teardown(() => agent.close());
   // reuse the real inputs of the app, with a cap of 4
-  const { defaultInputs } = await import('../../src/metrics/inputs.js');
+  const { defaultInputs, sourceDeadlines } = await import('../../src/metrics/inputs.js');
+  const deadlinesMs = sourceDeadlines(agent.deps.config);
   const real = defaultInputs(agent.deps);
   const slow: MetricsInputs = { ...real, kubelet: () => new Promise(() => {}) };
-  const all = new Set(find(parseProm(await new NodeMetrics(real, { nodeName: 'node-a' }).metrics()), 'container_cpu_usage_seconds_total').map((x) => x.labels.id)).size;
+  const all = new Set(find(parseProm(await new NodeMetrics(real, { nodeName: 'node-a', deadlinesMs }).metrics()), 'container_cpu_usage_seconds_total').map((x) => x.labels.id)).size;
   t.equal(all, 13, '5 pods and 8 containers in the fixture');
-  const m = new NodeMetrics(slow, { nodeName: 'node-a', maxCgroupSeries: 4 });
+  const m = new NodeMetrics(slow, { nodeName: 'node-a', deadlinesMs, maxCgroupSeries: 4 });
   const t0 = Date.now();
   const s = parseProm(await m.metrics());
   // the kubelet input never answers: the scrape returning at all is the deadline holding
@@ -198,6 +199,29 @@ t.test('bounded: at most N cgroups, pods first; the rest counted; a slow source 
   const [a, b] = await Promise.all([m.metrics(), m.metrics()]);
   t.equal(a, b);
   t.equal(find(parseProm(a), 'container_memory_working_set_bytes', { pod_uid: GUARANTEED_UID }).length > 0, true);
+});
+
+t.test('the runtime deadline is --cri-timeout: a runtime answering after 2.5 s still names every series', async (t) => {
+  // the scrape's runtime deadline was a fixed 2 s: with --cri-timeout 6s, a runtime answering
+  // in 2.5 s was cut and every container series lost namespace, pod and container
+  const slow = new FakeCriServer(capturedRuntime());
+  slow.delayMs = 2500;
+  await slow.start();
+  t.teardown(() => slow.stop());
+  const agent = await testApp(['--host-root', node.root, '--cri-endpoint', slow.endpoint, '--cri-timeout', '6s', '--kmsg-path', kmsgFixture('oom-memcg-systemd.kmsg'), '--kubelet-healthz', 'http://127.0.0.1:9/healthz']);
+  t.teardown(() => agent.close());
+  const s = parseProm((await agent.app.inject({ method: 'GET', url: '/metrics' })).body);
+  t.equal(one(s, 'nodetruth_runtime_up').value, 1);
+  t.equal(one(s, 'nodetruth_scrape_source_up', { source: 'runtime' }).value, 1);
+  const spin = one(s, 'container_cpu_cfs_throttled_periods_total', { container: 'spin' });
+  t.same([spin.labels.namespace, spin.labels.pod, spin.labels.pod_uid], ['default', 'lab', POD_UID]);
+});
+
+t.test('sourceDeadlines: the runtime from the configuration, the rest from the defaults, overrides win', async (t) => {
+  const { sourceDeadlines, DEFAULT_SOURCE_DEADLINES_MS } = await import('../../src/metrics/inputs.js');
+  t.same(sourceDeadlines({ criTimeoutMs: 7000 }), { ...DEFAULT_SOURCE_DEADLINES_MS, runtime: 7000 });
+  t.equal(sourceDeadlines({ criTimeoutMs: 7000 }, { runtime: 100, kernel: 9000 }).runtime, 100);
+  t.equal(sourceDeadlines({ criTimeoutMs: 7000 }, { kernel: 9000 }).kernel, 9000);
 });
 
 const promtool = '/usr/bin/promtool';

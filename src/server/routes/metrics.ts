@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { defaultInputs, type MetricsInputs } from '../../metrics/inputs.js';
+import { defaultInputs, sourceDeadlines, type MetricsInputs } from '../../metrics/inputs.js';
 import type { NodeMetrics } from '../../metrics/node-metrics.js';
 import type { AppDeps } from '../deps.js';
 
@@ -26,6 +26,7 @@ export const metricsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; inputs?: Metr
       ({ NodeMetrics }) =>
         new NodeMetrics(inputs ?? defaultInputs(deps), {
           nodeName: deps.config.nodeName,
+          deadlinesMs: sourceDeadlines(deps.config),
           ...(cri
             ? {
                 observeCri: (fn: CriObserver) => {

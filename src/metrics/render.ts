@@ -1,0 +1,44 @@
+/**
+ * The per-cgroup families in the Prometheus text format, exactly as prom-client writes
+ * it: HELP, TYPE, one line per series (the container labels, then the family's own),
+ * blocks separated by a blank line. Not through prom-client: 13 families x 1,450 cgroups
+ * on a 1,000-container node are ~19,000 series, and its per-series label hashing and
+ * formatting were the largest part of a scrape (issue 8).
+ */
+import type { CgroupRecord } from '../model/cgroup.js';
+import { escapeLabel, escapeText, type CgroupSeries } from './labels.js';
+
+export interface CgroupFamily {
+  name: string;
+  help: string;
+  kind: 'gauge' | 'counter';
+  /** null: the cgroup has no such value (file or key absent); the series is left out */
+  value: (r: CgroupRecord) => number | null;
+  /** the family's own labels after the container labels, e.g. cpu="total" */
+  extra?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Values that are absent or not finite are left out, and so are negative counter values
+ * (prom-client refuses them). The text is built by concatenation (V8 keeps it as a rope,
+ * flattened once when it is written), one piece per series, with no line arrays.
+ */
+export function renderCgroupFamilies(families: readonly CgroupFamily[], series: readonly CgroupSeries[]): string {
+  let out = '';
+  for (const f of families) {
+    const extra = Object.entries(f.extra ?? {})
+      .map(([k, v]) => `,${k}="${escapeLabel(v)}"`)
+      .join('');
+    const counter = f.kind === 'counter';
+    const head = `${f.name}{`;
+    const tail = `${extra}} `;
+    if (out) out += '\n\n';
+    out += `# HELP ${f.name} ${escapeText(f.help)}\n# TYPE ${f.name} ${f.kind}`;
+    for (const s of series) {
+      const v = f.value(s.rec);
+      if (v === null || !Number.isFinite(v) || (counter && v < 0)) continue;
+      out += '\n' + head + s.labels + tail + v;
+    }
+  }
+  return out;
+}

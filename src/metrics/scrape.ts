@@ -1,0 +1,78 @@
+/**
+ * The reads of one scrape: each input is started on first use, with its source's
+ * deadline, and shared by every collector that asks for it; a source is up in this
+ * scrape only if every read of it answered in time. No timers between scrapes.
+ */
+import type { CgroupRecord } from '../model/cgroup.js';
+import type { RuntimeStatus } from '../model/runtime.js';
+import type { RuntimeIndex } from '../sources/cgroup/names.js';
+import type { AttributedOomKill } from '../sources/oom/oom.js';
+import { indexFrom, type MetricsInputs, type MetricsSource, type RuntimeLists, type SourceDeadlines } from './inputs.js';
+
+class SourceTimeout extends Error {}
+
+function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new SourceTimeout(`${what}: no answer within ${ms} ms`)), ms);
+  });
+  p.catch(() => {}); // may settle after the deadline
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+export interface Outcome {
+  ok: boolean;
+  seconds: number;
+  error: string | null;
+}
+
+/** What a collector may read in a scrape; it names the ones it uses (Collector.inputs). */
+export type ScrapeInput = 'status' | 'lists' | 'index' | 'cgroups' | 'pids' | 'disks' | 'kubelet' | 'oomKills';
+
+export class Scrape {
+  readonly outcomes = new Map<MetricsSource, Outcome>();
+  private readonly memo = new Map<ScrapeInput, Promise<unknown>>();
+
+  constructor(
+    private readonly inputs: MetricsInputs,
+    private readonly deadlines: SourceDeadlines,
+  ) {}
+
+  private read<T>(key: ScrapeInput, source: MetricsSource, fn: () => Promise<T>): Promise<T | null> {
+    let p = this.memo.get(key) as Promise<T | null> | undefined;
+    if (!p) {
+      const t0 = performance.now();
+      p = withDeadline(fn(), this.deadlines[source], source).then(
+        (v) => {
+          this.record(source, { ok: true, seconds: (performance.now() - t0) / 1000, error: null });
+          return v;
+        },
+        (err: Error) => {
+          this.record(source, { ok: false, seconds: (performance.now() - t0) / 1000, error: err.message });
+          return null;
+        },
+      );
+      this.memo.set(key, p);
+    }
+    return p;
+  }
+
+  private record(source: MetricsSource, o: Outcome): void {
+    const prev = this.outcomes.get(source);
+    this.outcomes.set(source, prev ? { ok: prev.ok && o.ok, seconds: Math.max(prev.seconds, o.seconds), error: prev.error ?? o.error } : o);
+  }
+
+  status = () => this.read<RuntimeStatus | null>('status', 'runtime', () => this.inputs.runtimeStatus());
+  lists = () => this.read<RuntimeLists | null>('lists', 'runtime', () => this.inputs.runtimeLists());
+  index = () => this.read<RuntimeIndex | null>('index', 'runtime', async () => indexFrom(await this.lists()));
+  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', () => this.inputs.cgroups(this.index()));
+  pids = () => this.read('pids', 'node', () => this.inputs.pids());
+  disks = () => this.read('disks', 'node', () => this.inputs.disks());
+  kubelet = () => this.read('kubelet', 'kubelet', () => this.inputs.kubelet());
+  oomKills = () => this.read<AttributedOomKill[]>('oomKills', 'kernel', () => this.inputs.oomKills());
+
+  /** every input in `which` read (or past its deadline) */
+  async all(which: Iterable<ScrapeInput>): Promise<void> {
+    await Promise.all([...which].map((k) => this[k]()));
+  }
+}
