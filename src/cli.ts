@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { closeDeps, createDeps, createLogger } from './agent.js';
 import { ConfigError, flagHelp, loadConfig } from './config.js';
+import { captureMain, serveBundleMain, triageBundleMain, wantsBundle } from './bundle/cli.js';
 import { attachMain } from './launcher/attach.js';
 import { buildApp } from './server/app.js';
 import { triageMain } from './triage/cli.js';
@@ -15,6 +16,10 @@ Usage:
   nodetruth triage [flags]    one look at the node: findings with evidence; --json for JSON,
                               --window 2s for the CPU throttling sample; exits 0 ok, 1 warning,
                               2 critical, 3 could not run
+  nodetruth capture [flags]   the node into a tar.gz bundle: every route's answer, the raw
+                              evidence, manifest.json (-o FILE, --since 1h, --max-size 64MiB)
+  nodetruth serve --bundle FILE   the same API answered from a bundle, offline
+  nodetruth triage --bundle FILE  the triage report a bundle holds
   nodetruth version           print the version
 
 Flags (each has an environment twin):
@@ -84,12 +89,15 @@ async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;
   switch (command) {
     case 'serve':
-      await serve(rest);
+      if (wantsBundle(rest)) await serveBundleMain(rest);
+      else await serve(rest);
       return -1; // keep running
     case 'attach':
       return attachMain(rest);
     case 'triage':
-      return triageMain(rest);
+      return wantsBundle(rest) ? triageBundleMain(rest) : triageMain(rest);
+    case 'capture':
+      return captureMain(rest);
     case 'version':
     case '--version':
       process.stdout.write(`nodetruth ${VERSION}\n`);

@@ -19,6 +19,7 @@ import { nodeRoutes } from './routes/node.js';
 import { processRoutes } from './routes/processes.js';
 import { runtimeRoutes } from './routes/runtime.js';
 import { triageRoutes } from './routes/triage.js';
+import { bundleRoutes } from './routes/bundle.js';
 import { loadTls, watchTlsFiles, type TlsMaterial } from './tls.js';
 
 export type App = FastifyInstance;
@@ -96,6 +97,7 @@ export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null }
   await app.register(metricsRoutes, { deps });
   await app.register(triageRoutes, { deps });
   await app.register(logRoutes, { deps });
+  await app.register(bundleRoutes, { deps });
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   return app;

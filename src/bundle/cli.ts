@@ -1,0 +1,184 @@
+/**
+ * The bundle commands:
+ *   nodetruth capture [source flags] [-o FILE] [--since 1h] [--max-size 64MiB]
+ *   nodetruth serve --bundle FILE [--max-size 128MiB] [serve flags]
+ * Their own flags are taken out of argv first; the rest goes to loadConfig, so the
+ * source flags are exactly those of `serve`.
+ */
+import { createWriteStream, unlinkSync } from 'node:fs';
+import pino from 'pino';
+import { closeDeps, createDeps, createLogger } from '../agent.js';
+import { ConfigError, loadConfig, type Config } from '../config.js';
+import type { TriageReport } from '../model/triage.js';
+import { buildApp } from '../server/app.js';
+import { EXIT_CODES, renderText } from '../triage/report.js';
+import { captureBundle } from './capture.js';
+import { DEFAULT_MAX_BYTES, DEFAULT_READ_MAX_BYTES, defaultBundleName, parseSince, parseSize } from './format.js';
+import { readBundle, BundleError } from './read.js';
+import { bundleBanner, buildBundleApp } from './serve.js';
+
+export const CAPTURE_USAGE = `Usage: nodetruth capture [source flags of serve] [-o FILE] [--since 1h] [--max-size 64MiB]
+  -o, --output FILE  where the bundle goes (default nodetruth-<node>-<UTC time>.tar.gz; never overwritten)
+  --since DURATION   kubelet and containerd journal since this long ago (default 1h, 1m..7d)
+  --max-size SIZE    size budget, uncompressed (default 64MiB); sections are trimmed in the
+                     order the manifest states (container log tails first, route answers last)
+`;
+
+/** Take `names` (each with a value) out of argv; loadConfig knows only the shared flags. */
+export function takeFlags(argv: string[], names: string[]): { rest: string[]; values: Record<string, string> } {
+  const rest: string[] = [];
+  const values: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const name = names.find((n) => a === n || a.startsWith(`${n}=`));
+    if (!name) {
+      rest.push(a);
+      continue;
+    }
+    const v = a === name ? argv[++i] : a.slice(name.length + 1);
+    if (v === undefined) throw new ConfigError(`${name}: a value is required`);
+    values[name] = v;
+  }
+  return { rest, values };
+}
+
+export async function captureMain(argv: string[], io = { stderr: process.stderr as { write(s: string): unknown } }): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(CAPTURE_USAGE);
+    return 0;
+  }
+  const { rest, values } = takeFlags(argv, ['-o', '--output', '--since', '--max-size']);
+  const sinceMs = values['--since'] === undefined ? 3600_000 : parseSince(values['--since']);
+  if (sinceMs === null) throw new ConfigError(`--since: expected a duration from 1m to 7d such as 1h, got ${JSON.stringify(values['--since'])}`);
+  const maxBytes = values['--max-size'] === undefined ? DEFAULT_MAX_BYTES : parseSize(values['--max-size']);
+  if (maxBytes === null || maxBytes < 1024 * 1024) throw new ConfigError(`--max-size: expected a size of at least 1MiB such as 64MiB, got ${JSON.stringify(values['--max-size'])}`);
+  const { config } = loadConfig(rest);
+  const file = values['-o'] ?? values['--output'] ?? defaultBundleName(config.nodeName);
+  const log = createLogger({ logLevel: process.env.NODETRUTH_LOG_LEVEL ? config.logLevel : 'warn' }, pino.destination({ fd: 2, sync: true }));
+  const shutdown = new AbortController();
+  const deps = createDeps(config, log, shutdown.signal);
+  const app = await buildApp(deps, { tls: null });
+  try {
+    await app.ready();
+    // 'wx': an existing file is never overwritten
+    const out = createWriteStream(file, { flags: 'wx', mode: 0o600 });
+    const opened = new Promise<void>((resolve, reject) => out.once('open', () => resolve()).once('error', reject));
+    await opened.catch((err: NodeJS.ErrnoException) => {
+      throw new ConfigError(`-o: cannot create ${file}: ${err.code === 'EEXIST' ? 'it exists (a bundle is never overwritten)' : err.code}`);
+    });
+    const ac = new AbortController();
+    const onSignal = () => ac.abort(new Error('interrupted'));
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    try {
+      const m = await captureBundle({ app, deps, sinceMs, maxBytes, argv: ['nodetruth', 'capture', ...argv], signal: ac.signal }, out);
+      const failed = m.sections.filter((s) => s.error !== undefined);
+      const routes = m.sections.filter((s) => s.kind === 'route');
+      io.stderr.write(
+        `nodetruth capture: wrote ${file}: node ${m.node}, ${routes.length} route answers, ${m.sections.length - routes.length} raw sections, ${(m.bytes / 2 ** 20).toFixed(1)} MiB uncompressed, ${m.redaction.total} values redacted\n` +
+          (m.trimmed.length ? `  trimmed to fit ${m.maxBytes} bytes: ${m.trimmed.join(', ')}\n` : '') +
+          (failed.length ? `  ${failed.length} sections failed (named in manifest.json): ${failed.slice(0, 8).map((s) => `${s.kind} ${s.name}`).join('; ')}${failed.length > 8 ? ' …' : ''}\n` : ''),
+      );
+      return 0;
+    } catch (err) {
+      try {
+        unlinkSync(file); // a half-written bundle is no bundle
+      } catch {
+        /* already gone */
+      }
+      io.stderr.write(`nodetruth capture: ${(err as Error).message}; nothing written\n`);
+      return 1;
+    } finally {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    }
+  } finally {
+    shutdown.abort();
+    await app.close();
+    closeDeps(deps);
+  }
+}
+
+/** `serve --bundle FILE`: read the bundle (refused with the reason when hostile), serve it until SIGTERM. */
+export async function serveBundleMain(argv: string[]): Promise<void> {
+  const { rest, values } = takeFlags(argv, ['--bundle', '--max-size']);
+  const file = values['--bundle']!;
+  const maxBytes = values['--max-size'] === undefined ? DEFAULT_READ_MAX_BYTES : parseSize(values['--max-size']);
+  if (maxBytes === null) throw new ConfigError(`--max-size: expected a size such as 128MiB, got ${JSON.stringify(values['--max-size'])}`);
+  const { config } = loadConfig(rest);
+  let bundle;
+  try {
+    bundle = await readBundle(file, { maxBytes });
+  } catch (err) {
+    if (err instanceof BundleError) throw new ConfigError(`--bundle: ${err.message}`);
+    throw err;
+  }
+  // no source of this machine is read: no CRI client is made
+  const cfg: Config = { ...config, criEndpoint: null };
+  const log = createLogger(cfg);
+  const shutdown = new AbortController();
+  const deps = createDeps(cfg, log, shutdown.signal);
+  const app = await buildBundleApp(bundle, deps);
+  const stop = async () => {
+    shutdown.abort();
+    const t = setTimeout(() => process.exit(0), 4000);
+    t.unref();
+    await app.close();
+    closeDeps(deps);
+  };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+  await app.listen({ host: cfg.listen.host, port: cfg.listen.port });
+  log.info({ bundle: file, node: bundle.manifest.node, capturedAt: bundle.manifest.capturedAt }, bundleBanner(bundle));
+}
+
+/** Whether `serve` was asked for a bundle. */
+export const wantsBundle = (argv: string[]) => argv.some((a) => a === '--bundle' || a.startsWith('--bundle='));
+
+/**
+ * `nodetruth triage --bundle FILE [--json]`: the report from the bundle's STORED
+ * /v1/triage answer (not re-run: the rules would need the live sources, and the
+ * stored answer is what the agent said at capture time). Same exit codes as triage.
+ */
+export async function triageBundleMain(argv: string[], io: { stdout: { write(s: string): unknown; isTTY?: boolean }; stderr: { write(s: string): unknown }; env: NodeJS.ProcessEnv } = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+  const USAGE_EXIT = 3;
+  let file: string;
+  let json = false;
+  let maxBytes = DEFAULT_READ_MAX_BYTES;
+  try {
+    const { rest, values } = takeFlags(argv, ['--bundle', '--max-size']);
+    file = values['--bundle']!;
+    const unknown = rest.filter((a) => a !== '--json');
+    if (unknown.length) throw new ConfigError(`with --bundle only --json and --max-size apply, got ${unknown.join(' ')}`);
+    json = rest.includes('--json');
+    if (values['--max-size'] !== undefined) maxBytes = parseSize(values['--max-size']) ?? NaN;
+    if (Number.isNaN(maxBytes)) throw new ConfigError(`--max-size: expected a size such as 128MiB`);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    io.stderr.write(`nodetruth triage: ${err.message}\n`);
+    return USAGE_EXIT;
+  }
+  let bundle;
+  try {
+    bundle = await readBundle(file, { maxBytes });
+  } catch (err) {
+    if (!(err instanceof BundleError)) throw err;
+    io.stderr.write(`nodetruth triage: --bundle: ${err.message}\n`);
+    return USAGE_EXIT;
+  }
+  const stored = bundle.routes.get('/v1/triage');
+  if (!stored || stored.status !== 200) {
+    io.stderr.write(`nodetruth triage: the bundle holds no triage report${stored ? ` (the agent answered ${stored.status})` : ''}\n`);
+    return USAGE_EXIT;
+  }
+  const report = JSON.parse(stored.body.toString('utf8')) as TriageReport;
+  io.stderr.write(`nodetruth triage: ${bundleBanner(bundle)}; the report is the stored /v1/triage answer, not re-run\n`);
+  if (json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else {
+    // the stored text answer is the report exactly as the agent rendered it; colour needs a re-render
+    const color = Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
+    const text = bundle.routes.get('/v1/triage?format=text');
+    io.stdout.write(!color && text?.status === 200 ? text.body.toString('utf8') : renderText(report, { color }));
+  }
+  return EXIT_CODES[report.verdict] ?? USAGE_EXIT;
+}

@@ -1,0 +1,79 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { tooMany } from '../../errors.js';
+import { captureBundle } from '../../bundle/capture.js';
+import { DEFAULT_MAX_BYTES, defaultBundleName, parseSince, parseSize } from '../../bundle/format.js';
+import type { AppDeps } from '../deps.js';
+import { exemptFromDeadline, requestSignal } from '../request-signal.js';
+import { query } from '../schemas.js';
+
+const since = z
+  .string()
+  .max(16)
+  .optional()
+  .transform((s, ctx) => {
+    if (s === undefined) return 3600_000;
+    const ms = parseSince(s);
+    if (ms === null) {
+      ctx.addIssue({ code: 'custom', message: `since must be a duration from 1m to 7d, such as 1h, got ${JSON.stringify(s)}` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+const maxSize = z
+  .string()
+  .max(16)
+  .optional()
+  .transform((s, ctx) => {
+    if (s === undefined) return DEFAULT_MAX_BYTES;
+    const n = parseSize(s);
+    if (n === null || n < 2 ** 20 || n > 2 ** 30) {
+      ctx.addIssue({ code: 'custom', message: `maxSize must be a size from 1MiB to 1GiB, such as 64MiB, got ${JSON.stringify(s)}` });
+      return z.NEVER;
+    }
+    return n;
+  });
+
+/**
+ * GET /v1/bundle: the node captured as a streamed tar.gz (src/bundle/capture.ts),
+ * behind the same auth as every route: the capture calls the routes with the
+ * caller's own Authorization, so a bundle holds what that caller may read. One at
+ * a time (a capture reads the whole node); exempt from --request-timeout (it
+ * takes longer by nature), ended when the client goes away or the agent stops.
+ */
+export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+  let running = false;
+  app.get(
+    '/v1/bundle',
+    {
+      schema: {
+        summary: 'A streamed tar.gz capture of the node: every read route\'s answer, the raw evidence, manifest.json; `nodetruth serve --bundle FILE` answers this API from it',
+        querystring: query({ since: since.describe('journal since (default 1h)'), maxSize: maxSize.describe('size budget, uncompressed (default 64MiB)') }),
+      },
+    },
+    async (req, reply) => {
+      if (running) throw tooMany('a capture is already running; one at a time', 10);
+      running = true;
+      exemptFromDeadline(req);
+      const signal = AbortSignal.any([requestSignal(req), deps.shutdown]);
+      const out = new PassThrough();
+      const headers: Record<string, string> = {};
+      if (typeof req.headers.host === 'string') headers.host = req.headers.host;
+      if (typeof req.headers.authorization === 'string') headers.authorization = req.headers.authorization;
+      const argv = ['GET', req.url.slice(0, 1024)];
+      captureBundle({ app, deps, sinceMs: req.query.since, maxBytes: req.query.maxSize, argv, headers, signal }, out)
+        .catch((err: Error) => {
+          if (!signal.aborted) req.log.warn({ err }, 'bundle capture failed');
+          out.destroy(err); // a cut stream must not look like a complete bundle
+        })
+        .finally(() => {
+          running = false;
+        });
+      return reply
+        .type('application/gzip')
+        .header('content-disposition', `attachment; filename="${defaultBundleName(deps.config.nodeName)}"`)
+        .send(out);
+    },
+  );
+};
