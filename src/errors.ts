@@ -8,14 +8,17 @@ export class Problem extends Error {
   readonly title: string;
   readonly type: string;
   readonly extra: Record<string, unknown> | undefined;
+  /** response headers the answer needs besides the body (Retry-After on a 429) */
+  readonly headers: Record<string, string> | undefined;
 
-  constructor(status: number, title: string, detail: string, extra?: Record<string, unknown>) {
+  constructor(status: number, title: string, detail: string, extra?: Record<string, unknown>, headers?: Record<string, string>) {
     super(detail);
     this.name = 'Problem';
     this.status = status;
     this.title = title;
     this.type = `https://nodetruth.dev/problems/${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
     this.extra = extra;
+    this.headers = headers;
   }
 }
 
@@ -27,11 +30,16 @@ export const notFound = (detail: string) => new Problem(404, 'Not found', detail
 export const ambiguous = (detail: string, candidates: string[]) =>
   new Problem(409, 'Ambiguous id prefix', detail, { candidates });
 
-export const tooMany = (detail: string) => new Problem(429, 'Too many requests', detail);
+/** A limit is full: 429 with Retry-After (RFC 9110 10.2.3), the seconds after which a slot is likely free. */
+export const tooMany = (detail: string, retryAfterSeconds = 1) =>
+  new Problem(429, 'Too many requests', detail, undefined, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
 
 export const notImplemented = (detail: string) => new Problem(501, 'Not implemented', detail);
 
 export const unavailable = (detail: string) => new Problem(503, 'Source unavailable', detail);
+
+/** The one item asked for exists but cannot be read (EISDIR, EACCES, ELOOP where a file should be): the reason, never a 500. */
+export const unreadable = (detail: string) => new Problem(503, 'Source unreadable', detail);
 
 export const timedOut = (detail: string) => new Problem(504, 'Source timed out', detail);
 

@@ -41,6 +41,7 @@ export function problemBody(req: FastifyRequest, p: Problem): Record<string, unk
 
 export function sendProblem(req: FastifyRequest, reply: FastifyReply, p: Problem): FastifyReply {
   if (reply.sent) return reply;
+  if (p.headers) reply.headers(p.headers);
   return reply
     .code(p.status)
     .type('application/problem+json; charset=utf-8')
