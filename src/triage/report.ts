@@ -16,8 +16,40 @@ export const EXIT_CODES: Record<Verdict, number> = { ok: 0, warning: 1, critical
 
 const SOURCE_KEYS = ['runtime', 'pods', 'containers', 'cgroups', 'throttling', 'host', 'cni', 'oom', 'kubeletJournal'] as const;
 
-export function buildReport(s: TriageSnapshot, rules: readonly Rule[] = RULES): TriageReport {
-  const findings = runRules(s, rules).sort((a, b) => ORDER[a.severity] - ORDER[b.severity]);
+/** A report, plus what the sources skipped while the snapshot was taken (an unreadable cgroup, a node file). */
+export type TriageReportWithWarnings = TriageReport & { warnings: string[] };
+
+/**
+ * Every rule over the snapshot. A rule that throws on an item no one foresaw must not
+ * take the report with it: then each rule runs alone, and one that fails becomes a
+ * finding naming it (the other rules' findings stand).
+ */
+function findingsOf(s: TriageSnapshot, rules: readonly Rule[]): Finding[] {
+  try {
+    return runRules(s, rules);
+  } catch {
+    return rules.flatMap((r): Finding[] => {
+      try {
+        return runRules(s, [r]);
+      } catch (err) {
+        const why = String((err as Error | null)?.message ?? err).slice(0, 500);
+        return [
+          {
+            id: 'rule-failed',
+            severity: 'warning',
+            title: `Triage rule ${(r as { name?: string }).name ?? r.ids.join(', ')} could not judge this snapshot`,
+            detail: `the rule stopped on data it did not expect: ${why}`,
+            evidence: [{ source: 'agent', excerpt: why }],
+            hint: "Read the rule's sources directly (see the sources in this report) and report the data shape to nodetruth.",
+          },
+        ];
+      }
+    });
+  }
+}
+
+export function buildReport(s: TriageSnapshot, rules: readonly Rule[] = RULES): TriageReportWithWarnings {
+  const findings = findingsOf(s, rules).sort((a, b) => ORDER[a.severity] - ORDER[b.severity]);
   const counts: Record<Severity, number> = { critical: 0, warning: 0, info: 0 };
   for (const f of findings) counts[f.severity]++;
   const sources: Record<string, SourceOutcome> = {};
@@ -25,10 +57,11 @@ export function buildReport(s: TriageSnapshot, rules: readonly Rule[] = RULES): 
     const g = s[k] as Got<unknown>;
     sources[k] = g.ok ? { ok: true, durationMs: g.durationMs } : { ok: false, durationMs: g.durationMs, error: g.error };
   }
-  return { node: s.nodeName, takenAt: s.takenAt, windowMs: s.windowMs, verdict: verdictOf(findings), counts, findings, sources };
+  const warnings = s.warnings ?? [];
+  return { node: s.nodeName, takenAt: s.takenAt, windowMs: s.windowMs, verdict: verdictOf(findings), counts, findings, sources, warnings };
 }
 
-export async function triage(src: TriageSources, opts: GatherOptions): Promise<TriageReport> {
+export async function triage(src: TriageSources, opts: GatherOptions): Promise<TriageReportWithWarnings> {
   return buildReport(await gatherSnapshot(src, opts));
 }
 
@@ -37,13 +70,19 @@ const RESET = '\x1b[0m';
 const DIM = '\x1b[2m';
 
 /** The report for a terminal: one block per finding, evidence indented, the next step last. */
-export function renderText(r: TriageReport, opts: { color?: boolean } = {}): string {
+export function renderText(r: TriageReport & { warnings?: string[] }, opts: { color?: boolean } = {}): string {
   const c = (k: Severity | 'ok' | 'dim', s: string) => (opts.color ? `${k === 'dim' ? DIM : COLORS[k]}${s}${RESET}` : s);
   const lines: string[] = [];
   const verdict = r.verdict === 'ok' ? c('ok', 'OK') : c(r.verdict, r.verdict.toUpperCase());
   lines.push(`nodetruth triage of ${r.node} at ${r.takenAt}: ${verdict} (${r.counts.critical} critical, ${r.counts.warning} warning, ${r.counts.info} info)`);
   const down = Object.entries(r.sources).filter(([, o]) => !o.ok);
   if (down.length > 0) lines.push(c('dim', `sources that did not answer: ${down.map(([k]) => k).join(', ')}`));
+  const skipped = r.warnings ?? [];
+  if (skipped.length > 0) {
+    lines.push(c('dim', `skipped while reading (${skipped.length}):`));
+    for (const w of skipped.slice(0, 5)) lines.push(c('dim', `  ${w}`));
+    if (skipped.length > 5) lines.push(c('dim', `  … ${skipped.length - 5} more (--json or /v1/triage lists them)`));
+  }
   if (r.findings.length === 0) lines.push('', 'No findings: the runtime, kubelet, cgroups, disks, PIDs and recent logs look healthy.');
   for (const f of r.findings) {
     lines.push('');

@@ -2,6 +2,8 @@
  * One snapshot of the node for the triage rules: every source read once, in
  * parallel, each with its own deadline. A source that fails or is late is
  * recorded as such (the rules turn that into a finding); nothing here throws.
+ * What a source skipped while it read (an unreadable cgroup, a node file that is
+ * a directory) is collected in `warnings`, each prefixed with the source's key.
  */
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { NodeHealth } from '../model/node.js';
@@ -37,6 +39,8 @@ export interface TriageSnapshot {
   cni: Got<CniState>;
   oom: Got<{ kills: AttributedOomKill[]; warnings: string[] }>;
   kubeletJournal: Got<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
+  /** items the sources skipped ("cgroups: cgroup /kubepods.slice/...: unreadable (EISDIR), skipped") */
+  warnings?: string[];
 }
 
 /** The reads behind a snapshot; tests replace any of them. Each may throw (a Problem or any error). */
@@ -46,9 +50,10 @@ export interface TriageSources {
   runtime(): Promise<RuntimeInfo>;
   pods(): Promise<PodSandbox[]>;
   containers(): Promise<ContainerRow[]>;
-  cgroups(): Promise<CgroupRecord[]>;
-  throttling(windowMs: number, signal: AbortSignal): Promise<ThrottlingReport>;
-  host(): Promise<NodeHealth>;
+  /** `warnings`: where a source names what it skipped; the answer stands without it */
+  cgroups(warnings: string[]): Promise<CgroupRecord[]>;
+  throttling(windowMs: number, signal: AbortSignal, warnings: string[]): Promise<ThrottlingReport>;
+  host(warnings: string[]): Promise<NodeHealth>;
   /** runtime info (may hold the CNI dirs) or null when the runtime did not answer */
   cni(runtimeInfo: Record<string, unknown> | null): Promise<CniState>;
   oom(signal: AbortSignal): Promise<{ kills: AttributedOomKill[]; warnings: string[] }>;
@@ -85,11 +90,35 @@ async function got<T>(fn: (signal: AbortSignal) => Promise<T>, deadlineMs: numbe
     const value = await Promise.race([p, late]);
     return { ok: true, value, durationMs: ms() };
   } catch (err) {
-    const status = isProblem(err) ? err.status : typeof (err as { status?: unknown }).status === 'number' ? (err as { status: number }).status : null;
-    return { ok: false, error: (err as Error).message ?? String(err), status, durationMs: ms() };
+    // anything may be thrown (null, a string, an object without message): describing it must not throw
+    const status = isProblem(err) ? err.status : typeof (err as { status?: unknown } | null)?.status === 'number' ? (err as { status: number }).status : null;
+    return { ok: false, error: describe(err), status, durationMs: ms() };
   } finally {
     clearTimeout(timer);
   }
+}
+
+const ERROR_MAX = 2000;
+
+function describe(err: unknown): string {
+  let text: string;
+  try {
+    const m = (err as { message?: unknown } | null)?.message;
+    text = typeof m === 'string' && m !== '' ? m : String(err);
+  } catch {
+    text = 'an error that cannot be described';
+  }
+  return text.length > ERROR_MAX ? `${text.slice(0, ERROR_MAX)}…` : text;
+}
+
+/** At most this many warnings per source in a report: a node with 10,000 bad cgroups says so, briefly. */
+export const MAX_SOURCE_WARNINGS = 50;
+
+function prefixed(key: string, list: readonly string[]): string[] {
+  const unique = [...new Set(list)];
+  const out = unique.slice(0, MAX_SOURCE_WARNINGS).map((w) => `${key}: ${w}`);
+  if (unique.length > MAX_SOURCE_WARNINGS) out.push(`${key}: ${unique.length - MAX_SOURCE_WARNINGS} more warnings`);
+  return out;
 }
 
 export interface GatherOptions {
@@ -103,13 +132,14 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
   const d = { ...SOURCE_DEADLINES, ...opts.deadlines };
   const sinceUs = (nowMs - THRESHOLDS.journalWindowMinutes * 60_000) * 1000;
   const runtimeP = got(() => src.runtime(), d.runtime, 'runtime');
+  const w = { cgroups: [] as string[], throttling: [] as string[], host: [] as string[] };
   const [runtime, pods, containers, cgroups, throttling, host, cni, oom, kubeletJournal] = await Promise.all([
     runtimeP,
     got(() => src.pods(), d.pods, 'pod sandboxes'),
     got(() => src.containers(), d.containers, 'containers'),
-    got(() => src.cgroups(), d.cgroups, 'cgroups'),
-    got((signal) => src.throttling(opts.windowMs, signal), d.throttling + opts.windowMs, 'throttling'),
-    got(() => src.host(), d.host, 'node health'),
+    got(() => src.cgroups(w.cgroups), d.cgroups, 'cgroups'),
+    got((signal) => src.throttling(opts.windowMs, signal, w.throttling), d.throttling + opts.windowMs, 'throttling'),
+    got(() => src.host(w.host), d.host, 'node health'),
     runtimeP.then((r) => got(() => src.cni(r.ok ? r.value.status.info : null), d.cni, 'CNI state')),
     got((signal) => src.oom(signal), d.oom, 'kernel OOM kills'),
     got((signal) => src.kubeletJournal(sinceUs, signal), d.kubeletJournal, 'kubelet journal'),
@@ -129,5 +159,12 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
     cni,
     oom,
     kubeletJournal,
+    warnings: [
+      ...prefixed('cgroups', w.cgroups),
+      ...prefixed('throttling', w.throttling),
+      ...prefixed('host', w.host),
+      ...prefixed('oom', oom.ok && Array.isArray(oom.value.warnings) ? oom.value.warnings : []),
+      ...prefixed('kubeletJournal', kubeletJournal.ok && Array.isArray(kubeletJournal.value.warnings) ? kubeletJournal.value.warnings : []),
+    ],
   };
 }

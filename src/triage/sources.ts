@@ -30,16 +30,16 @@ export function triageSources(deps: AppDeps): TriageSources {
       if (!deps.runtime) throw noCri();
       return deps.runtime.containers();
     },
-    async cgroups() {
+    async cgroups(warnings) {
       await requireV2(deps.hostFs);
-      const [found, join] = await Promise.all([walkKubepods(deps.hostFs), runtimeIndex(deps.cri, Math.min(deps.config.criTimeoutMs, 1000))]);
-      return readRecords(deps.hostFs, found, join.index);
+      const [found, join] = await Promise.all([walkKubepods(deps.hostFs, { warnings }), runtimeIndex(deps.cri, Math.min(deps.config.criTimeoutMs, 1000))]);
+      return readRecords(deps.hostFs, found, join.index, undefined, warnings);
     },
-    async throttling(windowMs, signal) {
+    async throttling(windowMs, signal, warnings) {
       await requireV2(deps.hostFs);
-      return measureThrottling(deps.hostFs, windowMs, { signal });
+      return measureThrottling(deps.hostFs, windowMs, { signal, warnings });
     },
-    host: () => nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz }),
+    host: (warnings) => nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz, warnings }),
     cni: (info) => readCniState(deps.hostFs, cniDirsFromRuntimeInfo(info)),
     async oom(signal) {
       const r = await logSources(deps).oom.kills(signal);

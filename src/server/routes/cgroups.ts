@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { parseDuration } from '../../duration.js';
-import { Problem, unavailable } from '../../errors.js';
+import { Problem, unavailable, unreadable } from '../../errors.js';
 import type { CgroupRecord, Limit } from '../../model/cgroup.js';
 import { walkKubepods } from '../../sources/cgroup/cgroups.js';
 import { runtimeIndex } from '../../sources/cgroup/names.js';
@@ -109,18 +109,21 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       // concurrent identical requests share one walk and read (DESIGN.md); nothing is kept after
       return listFlights.do(JSON.stringify(q), async () => {
         const mode = await requireV2(fs);
+        // a cgroup that cannot be listed or read is skipped and named here; the rest stands
+        const warnings: string[] = [];
         const [found, join] = await Promise.all([
-          walkKubepods(fs, q.podUid === undefined ? {} : { podUid: q.podUid }),
+          walkKubepods(fs, q.podUid === undefined ? { warnings } : { podUid: q.podUid, warnings }),
           runtimeIndex(deps.cri, namesDeadline(deps)),
         ]);
         if (q.namespace !== undefined && !join.joined) throw unavailable(`namespace filter needs the runtime: ${join.detail}`);
-        let items = await readRecords(fs, q.kind ? found.filter((c) => c.kind === q.kind) : found, join.index);
+        let items = await readRecords(fs, q.kind ? found.filter((c) => c.kind === q.kind) : found, join.index, undefined, warnings);
         if (q.namespace !== undefined) items = items.filter((r) => r.podNamespace === q.namespace);
         return {
           cgroupVersion: mode.version,
           drivers: mode.drivers,
           runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail },
           items: sortRecords(items, q.sort),
+          warnings,
         };
       });
     },
@@ -138,11 +141,17 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
     },
     async (req) => {
       await requireV2(fs);
-      const [all, join] = await Promise.all([walkKubepods(fs), runtimeIndex(deps.cri, namesDeadline(deps))]);
+      const warnings: string[] = [];
+      const [all, join] = await Promise.all([walkKubepods(fs, { warnings }), runtimeIndex(deps.cri, namesDeadline(deps))]);
       const m = matchCgroupId(all, req.params.id, join);
-      const items = await readRecords(fs, m.cgroups, join.index);
-      if (items[0]?.path !== m.cgroups[0]!.path) throw new Problem(404, 'Not found', `the cgroup of ${req.params.id} vanished while it was read`);
-      return { match: m.match, runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail }, items };
+      const items = await readRecords(fs, m.cgroups, join.index, undefined, warnings);
+      if (items[0]?.path !== m.cgroups[0]!.path) {
+        // THE cgroup asked for: unreadable is an answer of its own (with the reason), not a 404 nor a 500
+        const own = warnings.find((w) => w.startsWith(`cgroup ${m.cgroups[0]!.path}:`));
+        if (own) throw unreadable(`cannot read the cgroup of ${req.params.id}: ${own}`);
+        throw new Problem(404, 'Not found', `the cgroup of ${req.params.id} vanished while it was read`);
+      }
+      return { match: m.match, runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail }, items, warnings };
     },
   );
 
@@ -165,8 +174,9 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       reply.raw.once('close', onClose);
       try {
         const signal = AbortSignal.any([gone.signal, deps.shutdown]);
+        const warnings: string[] = [];
         const [report, join] = await Promise.all([
-          measureThrottling(fs, req.query.window, { ...(req.query.podUid ? { podUid: req.query.podUid } : {}), signal }),
+          measureThrottling(fs, req.query.window, { ...(req.query.podUid ? { podUid: req.query.podUid } : {}), signal, warnings }),
           runtimeIndex(deps.cri, namesDeadline(deps)),
         ]);
         const items = report.entries.map((e): NamedThrottling => {
@@ -174,7 +184,7 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
           const s = join.index?.podsByUid.get(e.podUid);
           return { ...e, podName: s?.name ?? null, podNamespace: s?.namespace ?? null, containerName: c?.name ?? null };
         });
-        return { windowMs: report.windowMs, runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail }, items };
+        return { windowMs: report.windowMs, runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail }, items, warnings };
       } catch (err) {
         if ((err as Error).name === 'AbortError') throw unavailable('measurement cancelled: the client went away or the agent is shutting down');
         throw err;

@@ -67,8 +67,13 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
       config: { table: nodeTable },
     },
     async () => {
-      const [health, runtime] = await Promise.all([nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz }), runtimeReadiness(deps)]);
-      return { ...health, runtime };
+      // a part that cannot be read is null and named here; the rest of the answer stands
+      const warnings: string[] = [];
+      const [health, runtime] = await Promise.all([
+        nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz, warnings }),
+        runtimeReadiness(deps),
+      ]);
+      return { ...health, runtime, warnings: [...new Set(warnings)] }; // loadavg is read for two parts
     },
   );
 };

@@ -186,13 +186,17 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
   );
 };
 
-/** The pod's cgroup and its containers' (pod first); an error text instead when cgroups cannot be read here. */
+/**
+ * The pod's cgroup and its containers' (pod first); an error text instead when cgroups cannot be read here.
+ * One that cannot be listed or read is skipped and named in `warnings`, the others stand.
+ */
 async function podCgroups(fs: HostFs, uid: string) {
+  const warnings: string[] = [];
   try {
     await requireV2(fs);
-    return { items: await readRecords(fs, await walkKubepods(fs, { podUid: uid }), null), error: null };
+    return { items: await readRecords(fs, await walkKubepods(fs, { podUid: uid, warnings }), null, undefined, warnings), error: null, warnings };
   } catch (err) {
-    return { items: [], error: (err as Error).message };
+    return { items: [], error: (err as Error).message, warnings };
   }
 }
 

@@ -102,7 +102,12 @@ const errText = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as
  */
 async function subdirs(fs: HostFs, dir: ResolvedDir, warnings: string[] | undefined): Promise<Dirent[]> {
   try {
-    return dirs(await fs.readdir(dir));
+    const entries = await fs.readdir(dir);
+    // cgroupfs holds no links: one under kubepods was planted (a loop, a way out); never followed, named
+    for (const e of entries ?? []) {
+      if (e.isSymbolicLink()) warnings?.push(`cgroup ${cgroupPath(dir)}/${e.name}: a symbolic link where a cgroup directory belongs, skipped`);
+    }
+    return dirs(entries);
   } catch (err) {
     warnings?.push(`cgroup ${cgroupPath(dir)}: cannot list (${errText(err)}), skipped`);
     return [];
@@ -215,7 +220,7 @@ export type StatFile = (typeof FILES)[number];
  * or not the cpu controller is enabled). Synchronous reads (readFilesInSync):
  * cgroupfs never waits on a disk, and one cgroup is a small batch.
  */
-export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] = FILES): CgroupStats | null {
+export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] = FILES, onMalformed?: (file: string) => void): CgroupStats | null {
   // `only`: a caller that needs a few fields (a /metrics scrape) reads only their files;
   // the others parse as absent (null). On a 1,000-container node every file is ~20 µs.
   let t: (string | null)[];
@@ -227,6 +232,7 @@ export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] 
   }
   const [memCur, memMax, memPeak, swapCur, swapMax, events, eventsLocal, memStat, cpuStat, cpuMax, cpuWeight, pidsCur, pidsMax, ioStat, cpuP, memP, ioP] = t;
   if (cpuStat === null && readFilesInSync(dir, ['cgroup.controllers'], 4096)[0] === null) return null;
+  const bad = onMalformed && ((file: string) => () => onMalformed(file));
   return {
     memory: parseMemory({
       current: memCur!,
@@ -237,11 +243,11 @@ export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] 
       events: events!,
       eventsLocal: eventsLocal!,
       stat: memStat!,
-    }),
-    cpu: parseCpu(cpuStat!, cpuMax!, cpuWeight!),
-    pids: { current: parseSingle(pidsCur!), max: parseLimit(pidsMax!) },
-    io: parseIoStat(ioStat!),
-    pressure: { cpu: parsePsi(cpuP!), memory: parsePsi(memP!), io: parsePsi(ioP!) },
+    }, onMalformed),
+    cpu: parseCpu(cpuStat!, cpuMax!, cpuWeight!, onMalformed),
+    pids: { current: parseSingle(pidsCur!, bad?.('pids.current')), max: parseLimit(pidsMax!, bad?.('pids.max')) },
+    io: parseIoStat(ioStat!, bad?.('io.stat')),
+    pressure: { cpu: parsePsi(cpuP!, bad?.('cpu.pressure')), memory: parsePsi(memP!, bad?.('memory.pressure')), io: parsePsi(ioP!, bad?.('io.pressure')) },
   };
 }
 
@@ -269,12 +275,15 @@ export async function readMany<C extends FoundCgroup>(
     if (i > 0 && i % batch === 0) await yieldToLoop();
     const c = cgroups[i]!;
     let stats: CgroupStats | null;
+    // malformed lines are skipped by the parsers and the rest kept; the files are named once per cgroup
+    const malformed = new Set<string>();
     try {
-      stats = readCgroupStatsSync(c.dir, only);
+      stats = readCgroupStatsSync(c.dir, only, warnings && ((f) => malformed.add(f)));
     } catch (err) {
       warnings?.push(`cgroup ${c.path}: unreadable (${errText(err)}), skipped`);
       continue;
     }
+    if (malformed.size > 0) warnings?.push(`cgroup ${c.path}: malformed ${[...malformed].join(', ')} (bad lines skipped, the rest read)`);
     if (stats) out.push({ ...c, stats });
   }
   return out;

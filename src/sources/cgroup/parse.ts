@@ -5,44 +5,68 @@
  */
 import type { CpuMax, CpuStats, IoDeviceStat, Limit, MemoryEvents, MemoryStats, Psi, PsiLine } from '../../model/cgroup.js';
 
+/**
+ * Told once per file (by name) that a line or value of it was malformed and skipped;
+ * the parser keeps every well-formed line. Files are hostile input: a tenant with
+ * write access to its cgroup, or a broken kernel interface, can put anything there.
+ */
+export type OnMalformed = () => void;
+
+/** cgroup v2 counters are u64: 20 digits at most (a longer run is no number the kernel wrote). */
 const int = (s: string | undefined): number | null => {
-  if (s === undefined || !/^-?\d+$/.test(s)) return null;
-  return Number(s);
+  if (s === undefined || !/^-?\d{1,20}$/.test(s)) return null;
+  const n = Number(s);
+  return Number.isFinite(n) && Math.abs(n) <= 2 ** 64 ? n : null;
 };
 
+/** A PSI average: a plain decimal (the kernel prints %lu.%02lu), never hex, exponent or empty. */
+const decimal = (s: string | undefined): number => (s !== undefined && /^\d{1,10}(?:\.\d{1,4})?$/.test(s) ? Number(s) : NaN);
+
 /** Flat keyed: "key value" per line (memory.events, memory.stat, cpu.stat, pids.events). */
-export function parseFlatKeyed(text: string | null): Map<string, number> | null {
+export function parseFlatKeyed(text: string | null, onBad?: OnMalformed): Map<string, number> | null {
   if (text === null) return null;
   const out = new Map<string, number>();
+  let bad = false;
   for (const line of text.split('\n')) {
+    if (line === '') continue;
     const sp = line.indexOf(' ');
-    if (sp <= 0) continue;
-    const v = int(line.slice(sp + 1).trim());
+    const v = sp > 0 ? int(line.slice(sp + 1).trim()) : null;
     if (v !== null) out.set(line.slice(0, sp), v);
+    else bad = true;
   }
+  if (bad) onBad?.();
   return out;
 }
 
 /** A single number (memory.current, pids.current, cpu.weight); null when missing or not a number. */
-export function parseSingle(text: string | null): number | null {
+export function parseSingle(text: string | null, onBad?: OnMalformed): number | null {
   if (text === null) return null;
-  return int(text.trim());
+  const v = int(text.trim());
+  if (v === null) onBad?.();
+  return v;
 }
 
 /** A single limit: a number, or "max" meaning unlimited (memory.max, memory.swap.max, pids.max). */
-export function parseLimit(text: string | null): Limit | null {
+export function parseLimit(text: string | null, onBad?: OnMalformed): Limit | null {
   if (text === null) return null;
   const t = text.trim();
-  return t === 'max' ? 'max' : int(t);
+  if (t === 'max') return 'max';
+  const v = int(t);
+  if (v === null) onBad?.();
+  return v;
 }
 
 /** cpu.max: "$MAX $PERIOD", e.g. "10000 100000" or "max 100000". */
-export function parseCpuMax(text: string | null): CpuMax | null {
+export function parseCpuMax(text: string | null, onBad?: OnMalformed): CpuMax | null {
   if (text === null) return null;
-  const [q, p] = text.trim().split(/\s+/);
+  const parts = text.trim().split(/\s+/);
+  const [q, p] = parts;
   const periodUsec = int(p);
   const quotaUsec = q === 'max' ? 'max' : int(q);
-  if (periodUsec === null || periodUsec <= 0 || quotaUsec === null) return null;
+  if (parts.length !== 2 || periodUsec === null || periodUsec <= 0 || quotaUsec === null) {
+    onBad?.();
+    return null;
+  }
   return {
     quotaUsec,
     periodUsec,
@@ -55,33 +79,51 @@ export function parseCpuMax(text: string | null): CpuMax | null {
  *   some avg10=47.58 avg60=13.58 avg300=3.09 total=10277915
  *   full avg10=47.58 avg60=13.58 avg300=3.09 total=10260438
  */
-export function parsePsi(text: string | null): Psi | null {
+export function parsePsi(text: string | null, onBad?: OnMalformed): Psi | null {
   if (text === null) return null;
   let some: PsiLine | null = null;
   let full: PsiLine | null = null;
+  let bad = false;
   for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
     const [kind, ...fields] = line.trim().split(/\s+/);
-    if (kind !== 'some' && kind !== 'full') continue;
+    if ((kind !== 'some' && kind !== 'full') || fields.length > 8) {
+      bad = true;
+      continue;
+    }
     const kv = new Map(fields.map((f) => f.split('=') as [string, string]));
-    const avg10 = Number(kv.get('avg10'));
-    const avg60 = Number(kv.get('avg60'));
-    const avg300 = Number(kv.get('avg300'));
+    const avg10 = decimal(kv.get('avg10'));
+    const avg60 = decimal(kv.get('avg60'));
+    const avg300 = decimal(kv.get('avg300'));
     const total = int(kv.get('total'));
-    if (![avg10, avg60, avg300].every(Number.isFinite) || total === null) continue;
+    if (![avg10, avg60, avg300].every(Number.isFinite) || total === null || total < 0) {
+      bad = true;
+      continue;
+    }
     const parsed = { avg10, avg60, avg300, total };
     if (kind === 'some') some = parsed;
     else full = parsed;
   }
+  if (bad) onBad?.();
   return some ? { some, full } : null;
 }
 
 /** io.stat: "8:16 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0" per device. */
-export function parseIoStat(text: string | null): IoDeviceStat[] | null {
+/** The keys of an io.stat line (a kernel with more, e.g. cost.* of iocost, has at most a dozen). */
+const IO_MAX_FIELDS = 16;
+
+export function parseIoStat(text: string | null, onBad?: OnMalformed): IoDeviceStat[] | null {
   if (text === null) return null;
   const out: IoDeviceStat[] = [];
+  let bad = false;
   for (const line of text.split('\n')) {
-    const [device, ...fields] = line.trim().split(/\s+/);
-    if (!device || !/^\d+:\d+$/.test(device)) continue;
+    if (line.trim() === '') continue;
+    // split at most a few fields: a 64 KiB line of `k=v ` must not become 10,000 strings
+    const [device, ...fields] = line.trim().split(/\s+/, IO_MAX_FIELDS + 2);
+    if (!device || !/^\d{1,10}:\d{1,10}$/.test(device) || fields.length > IO_MAX_FIELDS) {
+      bad = true;
+      continue;
+    }
     const kv = new Map(fields.map((f) => f.split('=') as [string, string]));
     out.push({
       device,
@@ -94,11 +136,12 @@ export function parseIoStat(text: string | null): IoDeviceStat[] | null {
       dios: int(kv.get('dios')) ?? 0,
     });
   }
+  if (bad) onBad?.();
   return out;
 }
 
-export function parseMemoryEvents(text: string | null): MemoryEvents | null {
-  const m = parseFlatKeyed(text);
+export function parseMemoryEvents(text: string | null, onBad?: OnMalformed): MemoryEvents | null {
+  const m = parseFlatKeyed(text, onBad);
   if (m === null) return null;
   return {
     low: m.get('low') ?? null,
@@ -111,8 +154,8 @@ export function parseMemoryEvents(text: string | null): MemoryEvents | null {
 }
 
 /** cpu.stat (+ cpu.max, cpu.weight). Without the cpu controller, cpu.stat has only the usage keys. */
-export function parseCpu(stat: string | null, max: string | null, weight: string | null): CpuStats {
-  const m = parseFlatKeyed(stat);
+export function parseCpu(stat: string | null, max: string | null, weight: string | null, onBad?: (file: string) => void): CpuStats {
+  const m = parseFlatKeyed(stat, onBad && (() => onBad('cpu.stat')));
   const g = (k: string) => m?.get(k) ?? null;
   return {
     usageUsec: g('usage_usec'),
@@ -123,8 +166,8 @@ export function parseCpu(stat: string | null, max: string | null, weight: string
     throttledUsec: g('throttled_usec'),
     nrBursts: g('nr_bursts'),
     burstUsec: g('burst_usec'),
-    max: parseCpuMax(max),
-    weight: parseSingle(weight),
+    max: parseCpuMax(max, onBad && (() => onBad('cpu.max'))),
+    weight: parseSingle(weight, onBad && (() => onBad('cpu.weight'))),
   };
 }
 
@@ -139,18 +182,19 @@ export interface MemoryFiles {
   stat: string | null;
 }
 
-export function parseMemory(f: MemoryFiles): MemoryStats {
-  const current = parseSingle(f.current);
-  const stat = parseFlatKeyed(f.stat);
+export function parseMemory(f: MemoryFiles, onBad?: (file: string) => void): MemoryStats {
+  const bad = (file: string) => onBad && (() => onBad(file));
+  const current = parseSingle(f.current, bad('memory.current'));
+  const stat = parseFlatKeyed(f.stat, bad('memory.stat'));
   const inactiveFile = stat?.get('inactive_file') ?? null;
   return {
     current,
-    max: parseLimit(f.max),
-    peak: parseSingle(f.peak),
-    swapCurrent: parseSingle(f.swapCurrent),
-    swapMax: parseLimit(f.swapMax),
-    events: parseMemoryEvents(f.events),
-    eventsLocal: parseMemoryEvents(f.eventsLocal),
+    max: parseLimit(f.max, bad('memory.max')),
+    peak: parseSingle(f.peak, bad('memory.peak')),
+    swapCurrent: parseSingle(f.swapCurrent, bad('memory.swap.current')),
+    swapMax: parseLimit(f.swapMax, bad('memory.swap.max')),
+    events: parseMemoryEvents(f.events, bad('memory.events')),
+    eventsLocal: parseMemoryEvents(f.eventsLocal, bad('memory.events.local')),
     anon: stat?.get('anon') ?? null,
     file: stat?.get('file') ?? null,
     activeFile: stat?.get('active_file') ?? null,

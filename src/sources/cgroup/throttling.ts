@@ -50,12 +50,23 @@ function sample(text: string | null): Sample | null {
   };
 }
 
-/** Synchronous reads (cgroupfs never waits on a disk), yielding to the event loop every 64 cgroups. */
-async function sweep<T>(items: readonly FoundCgroup[], fn: (c: FoundCgroup) => T): Promise<T[]> {
-  const out: T[] = [];
+/**
+ * Synchronous reads (cgroupfs never waits on a disk), yielding to the event loop every 64 cgroups.
+ * A cgroup whose files cannot be read (a directory in place of cpu.stat: EISDIR) gives null
+ * and is named in `warnings` once, the rest of the sweep stands.
+ */
+async function sweep<T>(items: readonly FoundCgroup[], fn: (c: FoundCgroup) => T, warnings: string[] | undefined, named: Set<string>): Promise<(T | null)[]> {
+  const out: (T | null)[] = [];
   for (let i = 0; i < items.length; i++) {
     if (i > 0 && i % 64 === 0) await yieldToLoop();
-    out.push(fn(items[i]!));
+    const c = items[i]!;
+    try {
+      out.push(fn(c));
+    } catch (err) {
+      if (!named.has(c.path)) warnings?.push(`cgroup ${c.path}: unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}), skipped`);
+      named.add(c.path);
+      out.push(null);
+    }
   }
   return out;
 }
@@ -71,14 +82,16 @@ export function compareThrottling(a: ThrottlingEntry, b: ThrottlingEntry): numbe
 export async function measureThrottling(
   fs: HostFs,
   windowMs: number,
-  opts: { podUid?: string; sleep?: (ms: number) => Promise<void>; now?: () => number; signal?: AbortSignal } = {},
+  opts: { podUid?: string; sleep?: (ms: number) => Promise<void>; now?: () => number; signal?: AbortSignal; warnings?: string[] } = {},
 ): Promise<ThrottlingReport> {
-  const all = await walkKubepods(fs, opts.podUid === undefined ? {} : { podUid: opts.podUid });
+  const warnings = opts.warnings;
+  const all = await walkKubepods(fs, opts.podUid === undefined ? { warnings } : { podUid: opts.podUid, warnings });
+  const named = new Set<string>();
   const containers = all.filter((c) => c.kind === 'container');
   const now = opts.now ?? (() => performance.now());
   // Each sample's time is the midpoint of its reads: with many cgroups a sweep takes a while.
   const s0 = now();
-  const first = await sweep(containers, (c) => sample(readFilesInSync(c.dir, ['cpu.stat'], 4096)[0]!));
+  const first = await sweep(containers, (c) => sample(readFilesInSync(c.dir, ['cpu.stat'], 4096)[0]!), warnings, named);
   const t0 = (s0 + now()) / 2;
   await (opts.sleep ?? ((ms) => delay(ms, undefined, opts.signal ? { signal: opts.signal } : {})))(windowMs);
   const s1 = now();
@@ -86,7 +99,7 @@ export async function measureThrottling(
     const [stat, max] = readFilesInSync(c.dir, ['cpu.stat', 'cpu.max'], 4096);
     const s = sample(stat!);
     return s ? { s, max: parseCpuMax(max!) } : null;
-  });
+  }, warnings, named);
   const elapsedMs = Math.max(1, (s1 + now()) / 2 - t0);
   const entries: ThrottlingEntry[] = [];
   containers.forEach((c, i) => {
