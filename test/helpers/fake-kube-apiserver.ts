@@ -8,11 +8,18 @@
  *
  * Like a real API server it demands nodetruth's own bearer token (from the
  * kubeconfig it writes) and answers 401/403/404 as v1 Status objects. It is
- * not a Kubernetes API server: no watch, no other resources, no TLS.
+ * not a Kubernetes API server: no watch, no other resources.
+ *
+ * For kubectl (the e2e captures the pod `kubectl debug node/...` creates) it also serves
+ * discovery (/version, /api, /apis, /api/v1), GET /api/v1/nodes/<name> from `nodes`, and
+ * POST /api/v1/namespaces/<ns>/pods, which records the pod in `created`. With `tls`
+ * it serves HTTPS (the e2e guest's in-cluster client checks it against ca.crt).
  */
+import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 
@@ -60,15 +67,24 @@ export class FakeKubeApiServer {
   /** every request seen: method, path with query, parsed JSON body */
   readonly requests: { method: string; url: string; body: unknown; authorization: string | undefined }[] = [];
   private readonly hanging = new Set<ServerResponse>();
+  /** nodes GET /api/v1/nodes/<name> answers (kubectl debug node/<name> reads its node first) */
+  nodes: object[] = [];
+  /** every pod created through POST /api/v1/namespaces/<ns>/pods, as the server stored it */
+  readonly created: object[] = [];
+  private readonly scheme: 'http' | 'https';
+  /** turns a protobuf request body into the object it encodes (kubectl's POSTs) */
+  decodeProtobuf: ((body: Buffer) => unknown) | undefined;
 
-  constructor() {
-    this.server = createServer((req, res) => void this.handle(req, res));
+  constructor(opts: { tls?: { key: string | Buffer; cert: string | Buffer } } = {}) {
+    const handler = (req: IncomingMessage, res: ServerResponse) => void this.handle(req, res);
+    this.scheme = opts.tls ? 'https' : 'http';
+    this.server = opts.tls ? createTlsServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : createServer(handler);
   }
 
   async start(): Promise<this> {
     this.server.listen(0, '127.0.0.1');
     await once(this.server, 'listening');
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+    this.url = `${this.scheme}://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
   }
 
@@ -108,7 +124,12 @@ export class FakeKubeApiServer {
     for await (const c of req) chunks.push(c as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
     let body: unknown = null;
-    if (text) {
+    // kubectl sends built-in types as protobuf: decoded by `decodeProtobuf` when a test gives one
+    const type = req.headers['content-type'] ?? '';
+    if (text && type.startsWith('application/vnd.kubernetes.protobuf')) {
+      if (!this.decodeProtobuf) return status(res, 415, 'UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json');
+      body = this.decodeProtobuf(Buffer.concat(chunks));
+    } else if (text) {
       try {
         body = JSON.parse(text);
       } catch {
@@ -122,6 +143,16 @@ export class FakeKubeApiServer {
     if (req.method === 'GET' && url.pathname === '/api/v1/pods') return this.listPods(url, res);
     if (req.method === 'POST' && url.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') return this.tokenReview(body, res);
     if (req.method === 'POST' && url.pathname === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return this.sar(body, res);
+    if (req.method === 'GET') {
+      const found = discovery(url.pathname);
+      if (found) return json(res, 200, found);
+      const node = /^\/api\/v1\/nodes\/([^/]+)$/.exec(url.pathname);
+      const n = node && this.nodes.find((x) => (x as { metadata?: { name?: string } }).metadata?.name === node[1]);
+      if (n) return json(res, 200, n);
+      if (node) return status(res, 404, 'NotFound', `nodes "${node[1]}" not found`);
+    }
+    const create = req.method === 'POST' ? /^\/api\/v1\/namespaces\/([^/]+)\/pods$/.exec(url.pathname) : null;
+    if (create) return this.createPod(create[1]!, body, res);
     return status(res, 404, 'NotFound', 'the server could not find the requested resource');
   }
 
@@ -159,6 +190,17 @@ export class FakeKubeApiServer {
     });
   }
 
+  /** What the API server adds to a created pod: name from generateName, uid, timestamps, Pending. */
+  private createPod(namespace: string, body: unknown, res: ServerResponse): void {
+    const pod = structuredClone((body ?? {}) as { metadata?: Record<string, unknown>; status?: unknown });
+    const meta = (pod.metadata ??= {});
+    if (!meta.name && typeof meta.generateName === 'string') meta.name = meta.generateName + Math.random().toString(36).slice(2, 7);
+    Object.assign(meta, { namespace, uid: randomUUID(), resourceVersion: String(2000 + this.created.length), creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z') });
+    pod.status = { phase: 'Pending', qosClass: 'Burstable' };
+    this.created.push(pod);
+    json(res, 201, pod);
+  }
+
   private tokenReview(body: unknown, res: ServerResponse): void {
     if (this.failed(this.mode.tokenreviews, res, 'tokenreviews')) return;
     const spec = (body as { spec?: { token?: string; audiences?: string[] } })?.spec ?? {};
@@ -189,6 +231,23 @@ export class FakeKubeApiServer {
       spec,
       status: { allowed: r.allowed, ...(r.denied ? { denied: true } : {}), ...(r.reason ? { reason: r.reason } : {}) },
     });
+  }
+}
+
+/** The legacy discovery documents kubectl asks for before it resolves node/<name>. */
+function discovery(pathname: string): object | undefined {
+  const resource = (name: string, kind: string, namespaced: boolean, verbs: string[]) => ({ name, singularName: kind.toLowerCase(), namespaced, kind, verbs });
+  switch (pathname) {
+    case '/version':
+      return { major: '1', minor: '32', gitVersion: 'v1.32.0-fake', platform: 'linux/amd64' };
+    case '/api':
+      return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [{ clientCIDR: '0.0.0.0/0', serverAddress: '127.0.0.1' }] };
+    case '/apis':
+      return { kind: 'APIGroupList', apiVersion: 'v1', groups: [] };
+    case '/api/v1':
+      return { kind: 'APIResourceList', groupVersion: 'v1', resources: [resource('nodes', 'Node', false, ['get', 'list']), resource('pods', 'Pod', true, ['create', 'get', 'list'])] };
+    default:
+      return undefined;
   }
 }
 
