@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { parseDuration } from './duration.js';
+import { parseDuration } from './format.js';
 
 /**
  * Flags and their environment twins (DESIGN.md "Command line and configuration").

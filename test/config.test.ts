@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { ConfigError, loadConfig } from '../src/config.js';
-import { parseDuration } from '../src/duration.js';
+import { parseDuration } from '../src/format.js';
 
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
 

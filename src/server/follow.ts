@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { formatDuration } from '../duration.js';
+import { formatDuration } from '../format.js';
 import { tooMany } from '../errors.js';
 import type { AppDeps } from './deps.js';
 import { exemptFromDeadline } from './request-signal.js';

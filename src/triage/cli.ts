@@ -7,7 +7,7 @@
 import pino from 'pino';
 import { closeDeps, createDeps, createLogger } from '../agent.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from '../format.js';
 import { EXIT_CODES, renderText, triage } from './report.js';
 import { triageSources } from './sources.js';
 import { THRESHOLDS } from './thresholds.js';

@@ -99,9 +99,9 @@ t.test('/v1/cgroups as text', async (t) => {
   t.equal(res.headers['content-type'], 'text/plain; charset=utf-8');
   const lines = res.body.split('\n');
   t.match(lines[0], /^KIND\s+POD UID\s+POD\s+NAMESPACE\s+CONTAINER\s+NAME\s+QOS\s+MEMORY\s+WORKING SET\s+LIMIT\s+CPU QUOTA\s+THROTTLED\s+OOM\s+OOM KILL$/);
-  t.match(lines[1], new RegExp(`^container\\s+${POD_UID}\\s+${SPIN_ID.slice(0, 13)}\\s+burstable\\s+594kB\\s+0B\\s+67.1MB\\s+0.1\\s+99.4%\\s+0\\s+0$`));
+  t.match(lines[1], new RegExp(`^container\\s+${POD_UID}\\s+${SPIN_ID.slice(0, 13)}\\s+burstable\\s+580KiB\\s+0B\\s+64MiB\\s+0.1\\s+99.4%\\s+0\\s+0$`));
   const acc = await get('/v1/cgroups?sort=oom', { accept: 'text/plain' });
-  t.match(acc.body.split('\n')[1], new RegExp(`^pod\\s+${POD_UID}\\s+burstable\\s+1.01MB\\s+860kB\\s+max\\s+max\\s+2\\s+2$`));
+  t.match(acc.body.split('\n')[1], new RegExp(`^pod\\s+${POD_UID}\\s+burstable\\s+988KiB\\s+840KiB\\s+max\\s+max\\s+2\\s+2$`));
 });
 
 t.test('/v1/cgroups/{id}: pod UID, container prefix, ambiguity, dead container', async (t) => {
@@ -169,7 +169,7 @@ t.test('/v1/containers/{id}/processes: from cgroup.procs, a /proc link out of th
   t.same(body.items, [{ pid: 987, ppid: 844, comm: 'sh', cmdline: ['/bin/sh', '-c', 'while :; do :; done'], state: 'R', rssBytes: 4096, threads: 1, startTicks: 3100 }]);
   t.notOk(body.items.some((p: Rec) => p.pid === ESCAPE_PID));
   const text = await get('/v1/containers/673bde/processes?format=text');
-  t.match(text.body, /^PID\s+PPID\s+STATE\s+RSS\s+THREADS\s+COMM\s+CMDLINE\n903\s+844\s+S\s+4.1kB\s+1\s+sleep\s+sleep 3600\n$/);
+  t.match(text.body, /^PID\s+PPID\s+STATE\s+RSS\s+THREADS\s+COMM\s+CMDLINE\n903\s+844\s+S\s+4KiB\s+1\s+sleep\s+sleep 3600\n$/);
   const none = await get(`/v1/containers/${GUARANTEED_ID}/processes`);
   t.same(none.json().items, [], 'a container with no process left');
   t.equal((await get(`/v1/containers/${OOM_MAIN_ID}/processes`)).statusCode, 404);

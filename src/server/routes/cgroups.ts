@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseDuration } from '../../duration.js';
+import { humanSize, parseDuration, shortId } from '../../format.js';
 import { Problem, unavailable, unreadable } from '../../errors.js';
 import type { CgroupRecord, Limit } from '../../model/cgroup.js';
 import { walkKubepods } from '../../sources/cgroup/cgroups.js';
@@ -10,7 +10,6 @@ import { matchCgroupId, readRecords, requireV2, sortRecords } from '../../source
 import { SingleFlight } from '../../util/concurrency.js';
 import type { AppDeps } from '../deps.js';
 import { k8sNamespace, podUid, query } from '../schemas.js';
-import { humanSize, shortId } from '../table.js';
 
 /** A pod UID or a container ID (prefix): lowercase hex with the dashes of a UUID at most. */
 const cgroupId = z

@@ -3,7 +3,7 @@ import { unavailable } from '../../errors.js';
 import { compareDrift, toApiPod, type DriftReport } from '../../sources/kube/drift.js';
 import { requireRuntime, type AppDeps } from '../deps.js';
 import { query } from '../schemas.js';
-import { shortId, stateWord } from '../table.js';
+import { shortId, stateWord } from '../../format.js';
 import { loadKubeClient, precheckKubeAccess } from '../../sources/kube/api.js';
 
 function driftTable(b: DriftReport) {

@@ -3,7 +3,7 @@ import type { NodeHealth } from '../../model/node.js';
 import { nodeHealth } from '../../sources/node/health.js';
 import type { AppDeps } from '../deps.js';
 import { query } from '../schemas.js';
-import { humanSize } from '../table.js';
+import { humanSize } from '../../format.js';
 
 const RUNTIME_DEADLINE_MS = 1000;
 

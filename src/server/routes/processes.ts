@@ -7,7 +7,7 @@ import { containerNamespaces, containerProcesses } from '../../sources/proc/cont
 import type { AppDeps } from '../deps.js';
 import { requestSignal } from '../request-signal.js';
 import { idParams, query } from '../schemas.js';
-import { humanSize } from '../table.js';
+import { humanSize } from '../../format.js';
 import { namesDeadline } from './cgroups.js';
 
 /** Processes and namespaces of a container, through its cgroup: works with the runtime down. */

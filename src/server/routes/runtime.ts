@@ -7,7 +7,7 @@ import { statusWarnings, type ContainerRow } from '../../sources/cri/runtime-vie
 import type { HostFs } from '../../sources/hostfs/hostfs.js';
 import { requireRuntime, type AppDeps } from '../deps.js';
 import { idParams, k8sName, k8sNamespace, labelSelector, query } from '../schemas.js';
-import { ago, humanSize, shortId, stateWord } from '../table.js';
+import { ago, humanSize, shortId, stateWord } from '../../format.js';
 
 const containerState = z
   .string()

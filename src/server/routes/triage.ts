@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { parseDuration } from '../../duration.js';
+import { parseDuration } from '../../format.js';
 import type { TriageReport } from '../../model/triage.js';
 import { renderText, triage } from '../../triage/report.js';
 import { triageSources } from '../../triage/sources.js';

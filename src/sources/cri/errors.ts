@@ -1,5 +1,5 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
-import { formatDuration } from '../../duration.js';
+import { formatDuration } from '../../format.js';
 import { notFound, Problem, timedOut, unavailable } from '../../errors.js';
 
 /**

@@ -1,0 +1,80 @@
+/**
+ * How sizes, times, ids and excerpts are written for people: the text tables
+ * (`?format=text`), triage findings and error messages all use these, so one
+ * value reads the same everywhere.
+ */
+
+/**
+ * Bytes in IEC units with one decimal: 512B, 32MiB, 95.7MiB, 1.5GiB. IEC because
+ * kubelet and kubectl speak Mi/Gi (memory.available<100Mi, limits of 256Mi):
+ * a working set next to its limit should be in the limit's unit.
+ */
+export function humanSize(bytes: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = bytes;
+  let i = 0;
+  // compare the rounded value, so 1023.96KiB is written 1MiB and not 1024KiB
+  while (Math.abs(Number(v.toFixed(1))) >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${Number(v.toFixed(1))}${units[i]}`;
+}
+
+/** A ratio as a percentage with one decimal: 0.957 → 95.7%. */
+export const percent = (ratio: number): string => `${(ratio * 100).toFixed(1)}%`;
+
+/** Text cut to n characters, marked with … when cut (evidence excerpts stay bounded). */
+export const clip = (s: string, n = 400): string => (s.length > n ? `${s.slice(0, n)}…` : s);
+
+/** crictl prints IDs cut to 13 characters. */
+export const shortId = (id: string | null | undefined): string => (id ?? '').slice(0, 13);
+
+/** CONTAINER_RUNNING → Running, SANDBOX_NOTREADY → NotReady (crictl's words). */
+export function stateWord(state: string): string {
+  return STATE_WORDS[state] ?? state;
+}
+const STATE_WORDS: Record<string, string> = {
+  CONTAINER_CREATED: 'Created',
+  CONTAINER_RUNNING: 'Running',
+  CONTAINER_EXITED: 'Exited',
+  CONTAINER_UNKNOWN: 'Unknown',
+  SANDBOX_READY: 'Ready',
+  SANDBOX_NOTREADY: 'NotReady',
+};
+
+/** Whole seconds from an RFC 3339 time to now; null when there is no time. */
+export function secondsSince(iso: string | null, nowMs: number): number | null {
+  return iso ? Math.round((nowMs - Date.parse(iso)) / 1000) : null;
+}
+
+/** crictl's CREATED column: "5 minutes ago". */
+export function ago(iso: string | null, now = Date.now()): string {
+  const since = secondsSince(iso, now);
+  if (since === null) return '';
+  const s = Math.max(0, since);
+  const [n, unit] =
+    s < 60 ? [s, 'second'] : s < 3600 ? [Math.floor(s / 60), 'minute'] : s < 86400 ? [Math.floor(s / 3600), 'hour'] : [Math.floor(s / 86400), 'day'];
+  if (unit === 'second' && n < 1) return 'Less than a second ago';
+  return `${n} ${unit}${n === 1 ? '' : 's'} ago`;
+}
+
+/*
+ * Go-style durations as kubectl and crictl take them: "2s", "500ms", "1m30s".
+ * Parsed here next to their writing so that a message quoting a flag's value
+ * ("did not answer within 2s") says it in the form the flag accepts.
+ */
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/;
+
+export function parseDuration(text: string): number | null {
+  if (!DURATION.test(text)) return null;
+  let ms = 0;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
+  return ms;
+}
+
+/** ms as a duration parseDuration reads back: 2000 → 2s, 1500 → 1500ms. */
+export function formatDuration(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
