@@ -31,9 +31,10 @@ export interface MetricsInputs {
    * every kubepods cgroup, named from `index` when the runtime answered; the index
    * comes as a promise so the tree can be walked while the runtime lists
    */
-  cgroups(index: Promise<RuntimeIndex | null>): Promise<CgroupRecord[]>;
-  pids(): Promise<PidUse>;
-  disks(): Promise<DiskUse[]>;
+  cgroups(index: Promise<RuntimeIndex | null>, warnings?: string[]): Promise<CgroupRecord[]>;
+  /** `warnings`: items skipped (an unreadable cgroup or node file); counted in nodetruth_scrape_skipped_items */
+  pids(warnings?: string[]): Promise<PidUse>;
+  disks(warnings?: string[]): Promise<DiskUse[]>;
   kubelet(): Promise<KubeletHealth>;
   /** kernel OOM kills the kernel log holds now (kmsg ring; not the journal: too slow for a scrape) */
   oomKills(): Promise<AttributedOomKill[]>;
@@ -88,12 +89,12 @@ export function defaultInputs(deps: AppDeps): MetricsInputs {
       const [containers, sandboxes] = await Promise.all([deps.cri.listContainers(), deps.cri.listPodSandboxes()]);
       return { containers, sandboxes };
     },
-    cgroups: async (indexPromise) => {
-      const [, found, index] = await Promise.all([requireV2(deps.hostFs), walkKubepods(deps.hostFs), indexPromise]);
-      return readRecords(deps.hostFs, found, index, METRIC_CGROUP_FILES);
+    cgroups: async (indexPromise, warnings) => {
+      const [, found, index] = await Promise.all([requireV2(deps.hostFs), walkKubepods(deps.hostFs, { warnings }), indexPromise]);
+      return readRecords(deps.hostFs, found, index, METRIC_CGROUP_FILES, warnings);
     },
-    pids: () => pidUse(deps.hostFs),
-    disks: () => Promise.all(NODE_DISKS.map((p) => diskUse(deps.hostFs, p))),
+    pids: (warnings) => pidUse(deps.hostFs, warnings),
+    disks: (warnings) => Promise.all(NODE_DISKS.map((p) => diskUse(deps.hostFs, p, warnings))),
     kubelet: () => kubeletHealthz(deps.config.kubeletHealthz, DEFAULT_SOURCE_DEADLINES_MS.kubelet),
     oomKills: async () => {
       const r = await oom.kills();

@@ -31,6 +31,8 @@ export type ScrapeInput = 'status' | 'lists' | 'index' | 'cgroups' | 'pids' | 'd
 
 export class Scrape {
   readonly outcomes = new Map<MetricsSource, Outcome>();
+  /** items a source skipped in this scrape (an unreadable cgroup, a node file that is a directory): their series are missing */
+  readonly skipped = new Map<MetricsSource, number>();
   private readonly memo = new Map<ScrapeInput, Promise<unknown>>();
 
   constructor(
@@ -65,9 +67,21 @@ export class Scrape {
   status = () => this.read<RuntimeStatus | null>('status', 'runtime', () => this.inputs.runtimeStatus());
   lists = () => this.read<RuntimeLists | null>('lists', 'runtime', () => this.inputs.runtimeLists());
   index = () => this.read<RuntimeIndex | null>('index', 'runtime', async () => indexFrom(await this.lists()));
-  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', () => this.inputs.cgroups(this.index()));
-  pids = () => this.read('pids', 'node', () => this.inputs.pids());
-  disks = () => this.read('disks', 'node', () => this.inputs.disks());
+  /** `fn` with a warnings list; what it skipped is counted under `source` */
+  private counted<T>(source: MetricsSource, fn: (warnings: string[]) => Promise<T>): () => Promise<T> {
+    return async () => {
+      const warnings: string[] = [];
+      try {
+        return await fn(warnings);
+      } finally {
+        this.skipped.set(source, (this.skipped.get(source) ?? 0) + new Set(warnings).size);
+      }
+    };
+  }
+
+  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', this.counted('cgroups', (w) => this.inputs.cgroups(this.index(), w)));
+  pids = () => this.read('pids', 'node', this.counted('node', (w) => this.inputs.pids(w)));
+  disks = () => this.read('disks', 'node', this.counted('node', (w) => this.inputs.disks(w)));
   kubelet = () => this.read('kubelet', 'kubelet', () => this.inputs.kubelet());
   oomKills = () => this.read<AttributedOomKill[]>('oomKills', 'kernel', () => this.inputs.oomKills());
 

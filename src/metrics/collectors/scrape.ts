@@ -20,6 +20,18 @@ export const scrapeCollector: Collector = {
       },
     });
     new Gauge({
+      name: 'nodetruth_scrape_skipped_items',
+      help: 'Items each source skipped in this scrape because they could not be read or were malformed (a cgroup, a node file); their series are missing, the rest stand. /v1/cgroups and /v1/node name them in warnings.',
+      labelNames: ['source'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        const s = scrape();
+        await s.all(inputs);
+        for (const source of s.outcomes.keys()) this.set({ source }, s.skipped.get(source) ?? 0);
+      },
+    });
+    new Gauge({
       name: 'nodetruth_scrape_source_duration_seconds',
       help: 'How long each source took in this scrape.',
       labelNames: ['source'],
