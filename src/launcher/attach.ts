@@ -19,10 +19,14 @@
  * be read as another flag.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { defaultBundleName } from '../bundle/format.js';
 import { VERSION } from '../version.js';
 
 /** Where nodetruth listens inside the debug pod: its default loopback address. */
@@ -58,6 +62,9 @@ const optionsSchema = z.object({
     .transform((s) => Number(s.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[s.slice(-1) as 's' | 'm' | 'h'])
     .refine((n) => n >= MAX_DURATION_BOUNDS_S.min && n <= MAX_DURATION_BOUNDS_S.max, '--max-duration: between 1m and 168h'),
   get: z.array(z.string().regex(/^\/[\x21-\x7e]*$/, '--get: expected a path such as /v1/triage?format=text')),
+  /** --capture: download GET /v1/bundle into `output` (default nodetruth-<node>-<time>.tar.gz), then clean up */
+  capture: z.boolean(),
+  output: z.string().min(1).nullable(),
 });
 export type AttachOptions = z.output<typeof optionsSchema>;
 
@@ -87,6 +94,9 @@ Flags:
                          this long even if attach is killed (default ${DEFAULT_MAX_DURATION}, 1m..168h)
   --get PATH             fetch PATH (repeatable), print it, clean up and exit instead of
                          waiting for Ctrl-C; exit 1 if any answer is not 2xx
+  --capture              capture the node into a bundle (GET /v1/bundle), download it, clean up
+                         and exit; -o FILE (default nodetruth-<node>-<UTC time>.tar.gz); then
+                         nodetruth serve --bundle FILE answers the same API from it, offline
 `;
 
 export function parseAttachArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): AttachOptions {
@@ -106,6 +116,8 @@ export function parseAttachArgs(argv: string[], env: NodeJS.ProcessEnv = process
         timeout: { type: 'string' },
         'max-duration': { type: 'string' },
         get: { type: 'string', multiple: true },
+        capture: { type: 'boolean' },
+        output: { type: 'string', short: 'o' },
       },
     });
   } catch (err) {
@@ -124,6 +136,8 @@ export function parseAttachArgs(argv: string[], env: NodeJS.ProcessEnv = process
     timeout: v.timeout ?? '2m',
     maxDurationSeconds: v['max-duration'] ?? DEFAULT_MAX_DURATION,
     get: v.get ?? [],
+    capture: v.capture ?? false,
+    output: v.output ?? null,
   });
   if (!result.success) throw new UsageError(result.error.issues.map((i) => i.message).join('\n'));
   if (!existsSync(result.data.profilePath)) throw new UsageError(`--profile-path: no such file ${result.data.profilePath}`);
@@ -337,6 +351,24 @@ export async function attach(o: AttachOptions, io: Io, signals: NodeJS.EventEmit
     if (stopSignal) throw new Stopped(stopSignal);
     if (!health) throw new StepFailed(`nodetruth does not answer through the port-forward on 127.0.0.1:${port}`);
 
+    if (o.capture) {
+      // 4c. capture: the bundle through the port-forward into a local file, then clean up.
+      const file = o.output ?? defaultBundleName(o.node);
+      say(`capturing node ${o.node} into ${file}`);
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/v1/bundle`, { signal: AbortSignal.any([AbortSignal.timeout(10 * 60_000), stoppedSignal(stopped)]) });
+        if (!res.ok || !res.body) throw new StepFailed(`GET /v1/bundle: ${res.status} ${(await res.text()).slice(0, 500)}`);
+        // 'wx': never overwrite a file; a half-written bundle is removed
+        await pipeline(Readable.fromWeb(res.body as import('node:stream/web').ReadableStream), createWriteStream(file, { flags: 'wx', mode: 0o600 }));
+      } catch (err) {
+        if (!(err instanceof Error && 'code' in err && err.code === 'EEXIST')) await rm(file, { force: true });
+        if (stopSignal) throw new Stopped(stopSignal);
+        throw err instanceof StepFailed ? err : new StepFailed(`capture: ${(err as Error).message}`);
+      }
+      say(`wrote ${file}; read it with: nodetruth serve --bundle ${file}`);
+      return (code = 0);
+    }
+
     if (o.get.length > 0) {
       // 4b. scripted: fetch, print, clean up.
       code = 0;
@@ -405,6 +437,13 @@ export async function attach(o: AttachOptions, io: Io, signals: NodeJS.EventEmit
 
 function formatSeconds(s: number): string {
   return s % 3600 === 0 ? `${s / 3600}h` : s % 60 === 0 ? `${s / 60}m` : `${s}s`;
+}
+
+/** An AbortSignal that fires when the session is stopped (Ctrl-C, SIGTERM). */
+function stoppedSignal(stopped: Promise<void>): AbortSignal {
+  const ac = new AbortController();
+  void stopped.then(() => ac.abort(new Error('stopped')));
+  return ac.signal;
 }
 
 function delay(ms: number): Promise<void> {
