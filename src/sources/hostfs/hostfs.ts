@@ -144,18 +144,12 @@ export class HostFs {
       const base = await this.resolve(opts.within);
       if (!real.startsWith(base === '/' ? '/' : `${base}/`)) throw escapes(hostPath, opts.within);
     }
-    let pathFd: fsp.FileHandle;
-    try {
-      pathFd = await fsp.open(real, O_PATH | O_NOFOLLOW);
-    } catch (err) {
-      if (isGone(err)) return null;
-      throw err;
-    }
+    // checked before anything is opened for reading: a swapped intermediate link lands elsewhere
+    const pathFd = await this.openVerified(real, hostPath, O_PATH | O_NOFOLLOW);
+    if (pathFd === null) return null;
     try {
       const st = await pathFd.stat();
       if (st.isSymbolicLink()) throw new HostPathError('ELOOP', hostPath, `${hostPath}: a link appeared while it was being opened`);
-      // checked before anything is opened for reading: a swapped intermediate link lands elsewhere
-      if ((await this.verifyFd(pathFd.fd, real, hostPath)) === 'gone') return null;
       if (!st.isFile()) throw new HostPathError('EFTYPE', hostPath, `${hostPath} is not a regular file`);
       // the same inode, reopened for reading through the verified fd
       return await fsp.open(fdPath(pathFd.fd), O_RDONLY | O_NONBLOCK);
@@ -167,74 +161,136 @@ export class HostFs {
     }
   }
 
-  async dir(hostPath: string): Promise<ResolvedDir> {
-    return { hostPath: path.posix.resolve('/', hostPath), realPath: await this.resolve(hostPath) };
+  /**
+   * Resolve a directory once, checked by the kernel's name for an O_PATH fd of
+   * it; files read directly in it (readIn, readFilesInSync) check it again by
+   * the fd they read through, so a walk of thousands of cgroup files never
+   * resolves a path twice. A directory that does not exist (yet) still gives a
+   * ResolvedDir: every read in it answers null. Throws EXDEV when it leads
+   * outside the root or `within`.
+   */
+  async dir(hostPath: string, opts: { within?: string } = {}): Promise<ResolvedDir> {
+    const real = await this.resolve(hostPath);
+    if (opts.within !== undefined) {
+      const base = await this.resolve(opts.within);
+      if (real !== base && !real.startsWith(base === '/' ? '/' : `${base}/`)) throw escapes(hostPath, opts.within);
+    }
+    const fh = await this.openVerified(real, hostPath, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+    await fh?.close();
+    return { hostPath: path.posix.resolve('/', hostPath), realPath: real };
   }
 
-  /** A child of a resolved directory that readdir reported as a real directory (not a link). */
+  /** A child of a resolved directory that readdir reported as a real directory (not a link); checked when read. */
   child(dir: ResolvedDir, name: string): ResolvedDir {
     assertName(name);
     return { hostPath: path.posix.join(dir.hostPath, name), realPath: path.join(dir.realPath, name) };
   }
 
-  /** Read a file at a host path; null when it does not exist (a controller not enabled, a pid gone). */
+  /** Read a regular file at a host path; null when it does not exist (a controller not enabled, a pid gone). */
   async readFile(hostPath: string, maxBytes = DEFAULT_MAX_BYTES): Promise<string | null> {
-    return readBounded(await this.resolve(hostPath), maxBytes, false);
+    const fh = await this.openFile(hostPath);
+    return fh === null ? null : readBounded(fh, maxBytes);
   }
 
-  /** Read a file directly inside a resolved directory; refuses to follow a link as the last step. */
+  /**
+   * Read a file directly inside a resolved directory; a link as the last step is
+   * refused (ELOOP), and the fd is checked to be exactly that file before a byte is
+   * read. Meant for kernel pseudo-filesystems (cgroupfs, procfs), whose directories
+   * a tenant cannot turn into links: trees a tenant writes go through openFile.
+   */
   async readIn(dir: ResolvedDir, name: string, maxBytes = DEFAULT_MAX_BYTES): Promise<string | null> {
     assertName(name);
-    return readBounded(path.join(dir.realPath, name), maxBytes, true);
+    const real = path.join(dir.realPath, name);
+    const fh = await this.openVerified(real, `${dir.hostPath}/${name}`, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+    return fh === null ? null : readBounded(fh, maxBytes);
   }
 
+  /** Entries of a resolved directory, listed through a verified fd of it; null when it is gone. */
   async readdir(dir: ResolvedDir): Promise<Dirent[] | null> {
+    const fh = await this.openVerified(dir.realPath, dir.hostPath, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+    if (fh === null) return null;
     try {
-      return await fsp.readdir(dir.realPath, { withFileTypes: true });
+      return await fsp.readdir(fdPath(fh.fd), { withFileTypes: true });
     } catch (err) {
       if (isGone(err)) return null;
       throw err;
+    } finally {
+      await fh.close();
     }
   }
 
-  /** readlink of the last component itself (e.g. /proc/<pid>/ns/net -> "net:[4026531840]"). */
+  /** readlink of the last component itself (e.g. /proc/<pid>/ns/net -> "net:[4026531840]"), looked up in a verified parent. */
   async readlink(hostPath: string): Promise<string | null> {
-    const parent = await this.resolve(path.posix.dirname(path.posix.resolve('/', hostPath)));
+    assertPathText(hostPath);
+    const abs = path.posix.resolve('/', hostPath);
+    const base = path.posix.basename(abs);
+    if (base === '') return null; // the root is no link
+    const parent = await this.openVerified(await this.resolve(path.posix.dirname(abs)), hostPath, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+    if (parent === null) return null;
     try {
-      return await fsp.readlink(path.join(parent, path.posix.basename(hostPath)));
+      return await fsp.readlink(`${fdPath(parent.fd)}/${base}`);
     } catch (err) {
-      if (isGone(err) || (err as NodeJS.ErrnoException).code === 'EINVAL') return null;
+      if (isGone(err) || errCode(err) === 'EINVAL') return null;
       throw err;
+    } finally {
+      await parent.close();
     }
   }
 
+  /**
+   * statfs through a verified O_PATH fd. A statfs of a hung mount (NFS, FUSE) never
+   * returns and holds a libuv thread for good: callers that must survive that need
+   * their own deadline (issue 15), this only keeps the answer inside the root.
+   */
   async statfs(hostPath: string): Promise<StatsFs | null> {
+    const fh = await this.openVerified(await this.resolve(hostPath), hostPath, O_PATH | O_NOFOLLOW);
+    if (fh === null) return null;
     try {
-      return await fsp.statfs(await this.resolve(hostPath));
+      return await fsp.statfs(fdPath(fh.fd));
     } catch (err) {
       if (isGone(err)) return null;
       throw err;
+    } finally {
+      await fh.close();
     }
   }
 
+  /** Whether anything (not a dangling link) is at the host path inside the root. */
   async exists(hostPath: string): Promise<boolean> {
     try {
-      await fsp.access(await this.resolve(hostPath));
-      return true;
+      const fh = await this.openVerified(await this.resolve(hostPath), hostPath, O_PATH | O_NOFOLLOW);
+      await fh?.close();
+      return fh !== null;
     } catch {
       return false;
     }
   }
+
+  /**
+   * Open a resolved, link-free path with O_NOFOLLOW in `flags` and check the kernel's
+   * name for the fd; null when it is not there (or was unlinked meanwhile).
+   */
+  private async openVerified(real: string, hostPath: string, flags: number): Promise<fsp.FileHandle | null> {
+    let fh: fsp.FileHandle;
+    try {
+      fh = await fsp.open(real, flags);
+    } catch (err) {
+      if (isGone(err)) return null;
+      throw err;
+    }
+    try {
+      if ((await this.verifyFd(fh.fd, real, hostPath)) === 'ok') return fh;
+    } catch (err) {
+      await fh.close();
+      throw err;
+    }
+    await fh.close();
+    return null;
+  }
 }
 
-async function readBounded(realPath: string, maxBytes: number, noFollow: boolean): Promise<string | null> {
-  let fh: fsp.FileHandle;
-  try {
-    fh = await fsp.open(realPath, constants.O_RDONLY | constants.O_NONBLOCK | (noFollow ? constants.O_NOFOLLOW : 0));
-  } catch (err) {
-    if (isGone(err)) return null;
-    throw err;
-  }
+/** Read an open file to EOF or maxBytes, then close it. */
+async function readBounded(fh: fsp.FileHandle, maxBytes: number): Promise<string | null> {
   try {
     // Files under /proc and /sys report size 0, so read in chunks up to the bound.
     const chunks: Buffer[] = [];

@@ -1,6 +1,6 @@
-import { constants, promises as fsp } from 'node:fs';
+import type { promises as fsp } from 'node:fs';
 import { badRequest, notFound } from '../../errors.js';
-import type { HostFs } from '../hostfs/hostfs.js';
+import { isHostPathError, type HostFs } from '../hostfs/hostfs.js';
 import { JOURNAL_LIMITS } from './limits.js';
 import { compileUserPattern } from '../../util/pattern.js';
 
@@ -14,27 +14,28 @@ export interface FileLogResult {
 
 /**
  * A file under <host-root>/var/log (kubelet: a node log query with a slash).
- * The relative path is validated (no ..) and resolved inside the host root
- * (symlinks stay inside it); only regular files are read, the last
- * maxFileBytes of them.
+ * The relative path is validated (no ..) and opened with HostFs.openFile
+ * within /var/log (every component resolved inside the host root, the fd
+ * checked by the kernel's name for it); only regular files are read, the
+ * last maxFileBytes of them.
  */
 export async function readLogFile(fs: HostFs, rel: string, tailLines: number | null, pattern: string | null): Promise<FileLogResult> {
   const hostPath = `${JOURNAL_LIMITS.nodeLogDir}/${rel}`;
-  const real = await fs.resolve(hostPath);
-  // HostFs keeps links inside the host root; a node log query must also stay inside /var/log
-  const logDir = await fs.resolve(JOURNAL_LIMITS.nodeLogDir);
-  if (!real.startsWith(logDir + '/')) throw badRequest(`query: ${hostPath} leads outside ${JOURNAL_LIMITS.nodeLogDir}`, { param: 'query' });
-  let fh: fsp.FileHandle;
+  // every component resolved inside the host root and, for a node log query, inside
+  // /var/log: a directory link such as /var/log/foo -> /etc is refused, not followed
+  let fh: fsp.FileHandle | null;
   try {
-    fh = await fsp.open(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+    fh = await fs.openFile(hostPath, { within: JOURNAL_LIMITS.nodeLogDir });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw notFound(`query: ${hostPath} does not exist`);
-    throw badRequest(`query: cannot open ${hostPath}: ${code}`, { param: 'query' });
+    if (isHostPathError(err)) {
+      if (err.code === 'EXDEV') throw badRequest(`query: ${hostPath} leads outside ${JOURNAL_LIMITS.nodeLogDir}`, { param: 'query' });
+      if (err.code === 'EFTYPE') throw badRequest(`query: ${hostPath} is not a regular file`, { param: 'query' });
+    }
+    throw badRequest(`query: cannot open ${hostPath}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { param: 'query' });
   }
+  if (fh === null) throw notFound(`query: ${hostPath} does not exist`);
   try {
     const st = await fh.stat();
-    if (!st.isFile()) throw badRequest(`query: ${hostPath} is not a regular file`, { param: 'query' });
     const max = JOURNAL_LIMITS.maxFileBytes;
     const from = Math.max(0, st.size - max);
     const buf = Buffer.allocUnsafe(Math.min(st.size, max));
