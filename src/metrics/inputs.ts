@@ -29,7 +29,8 @@ export interface MetricsInputs {
   runtimeLists(): Promise<RuntimeLists | null>;
   /**
    * every kubepods cgroup, named from `index` when the runtime answered; the index
-   * comes as a promise so the tree can be walked while the runtime lists
+   * comes as a promise so the tree can be walked while the runtime lists. The scrape
+   * passes null and names the series itself (labels.ts), so its reads never wait for it.
    */
   cgroups(index: Promise<RuntimeIndex | null>, warnings?: string[]): Promise<CgroupRecord[]>;
   /** `warnings`: items skipped (an unreadable cgroup or node file); counted in nodetruth_scrape_skipped_items */

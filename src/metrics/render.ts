@@ -20,11 +20,12 @@ export interface CgroupFamily {
 
 /**
  * Values that are absent or not finite are left out, and so are negative counter values
- * (prom-client refuses them). The text is built by concatenation (V8 keeps it as a rope,
- * flattened once when it is written), one piece per series, with no line arrays.
+ * (prom-client refuses them). Each family is built by concatenation, one piece per series
+ * and no line arrays, and the 13 families are joined once: measured against one rope for
+ * the whole text and against line arrays, this was the cheapest to build and encode.
  */
 export function renderCgroupFamilies(families: readonly CgroupFamily[], series: readonly CgroupSeries[]): string {
-  let out = '';
+  const blocks: string[] = [];
   for (const f of families) {
     const extra = Object.entries(f.extra ?? {})
       .map(([k, v]) => `,${k}="${escapeLabel(v)}"`)
@@ -32,13 +33,13 @@ export function renderCgroupFamilies(families: readonly CgroupFamily[], series: 
     const counter = f.kind === 'counter';
     const head = `${f.name}{`;
     const tail = `${extra}} `;
-    if (out) out += '\n\n';
-    out += `# HELP ${f.name} ${escapeText(f.help)}\n# TYPE ${f.name} ${f.kind}`;
+    let out = `# HELP ${f.name} ${escapeText(f.help)}\n# TYPE ${f.name} ${f.kind}`;
     for (const s of series) {
       const v = f.value(s.rec);
       if (v === null || !Number.isFinite(v) || (counter && v < 0)) continue;
       out += '\n' + head + s.labels + tail + v;
     }
+    blocks.push(out);
   }
-  return out;
+  return blocks.join('\n\n');
 }

@@ -11,6 +11,8 @@ import { indexFrom, type MetricsInputs, type MetricsSource, type RuntimeLists, t
 
 class SourceTimeout extends Error {}
 
+const UNNAMED: Promise<RuntimeIndex | null> = Promise.resolve(null);
+
 function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
@@ -79,7 +81,9 @@ export class Scrape {
     };
   }
 
-  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', this.counted('cgroups', (w) => this.inputs.cgroups(this.index(), w)));
+  // read unnamed: labels.ts joins each series' names from index() itself, so the cgroup reads
+  // start at once instead of after the runtime's lists (~50 ms of 1,000 containers over gRPC)
+  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', this.counted('cgroups', (w) => this.inputs.cgroups(UNNAMED, w)));
   pids = () => this.read('pids', 'node', this.counted('node', (w) => this.inputs.pids(w)));
   disks = () => this.read('disks', 'node', this.counted('node', (w) => this.inputs.disks(w)));
   kubelet = () => this.read('kubelet', 'kubelet', () => this.inputs.kubelet());

@@ -1,0 +1,62 @@
+/**
+ * render.ts writes the per-cgroup families itself; prom-client is the reference. The same
+ * families, label values (hostile ones among them: quotes, backslashes, newlines, UTF-8)
+ * and values through a prom-client registry must give the same bytes.
+ */
+import { Counter, Gauge, Registry } from 'prom-client';
+import t from 'tap';
+import type { CgroupRecord } from '../../src/model/cgroup.js';
+import { CGROUP_FAMILIES } from '../../src/metrics/collectors/cgroups.js';
+import { cgroupSeries, escapeLabel } from '../../src/metrics/labels.js';
+import { renderCgroupFamilies } from '../../src/metrics/render.js';
+
+const LABELS = ['namespace', 'pod', 'container', 'id', 'image', 'pod_uid'] as const;
+
+const record = (i: number, over: { path?: string; podName?: string | null; containerName?: string | null }): CgroupRecord =>
+  ({
+    kind: i === 0 ? 'pod' : 'container',
+    path: over.path ?? `/kubepods.slice/pod${i}`,
+    driver: 'systemd',
+    qos: 'burstable',
+    podUid: `uid-${i}`,
+    containerId: i === 0 ? null : `${i}`.padStart(64, 'a'),
+    runtime: null,
+    podName: over.podName ?? `pod-${i}`,
+    podNamespace: 'ns',
+    containerName: over.containerName ?? `c${i}`,
+    sandbox: false,
+    memory: { workingSet: 1000 * i, max: i % 2 ? 'max' : 4096, events: { oomKill: i } },
+    cpu: { usageUsec: 1_500_000 * i, nrPeriods: i, nrThrottled: i % 3 === 0 ? null : 1, throttledUsec: -5 },
+    pressure: { cpu: { some: { total: 42 }, full: null }, memory: null, io: { some: { total: 7 }, full: { total: 3 } } },
+  }) as unknown as CgroupRecord;
+
+const hostile = ['a"b', 'back\\slash', 'new\nline', 'ünïcødé ☃', '"\\\n"'];
+const records = hostile.map((h, i) => record(i, { path: `/kubepods.slice/${h}`, containerName: h })).concat([record(9, {})]);
+
+t.test('renderCgroupFamilies gives prom-client bytes for the same series', async (t) => {
+  // records come unnamed from the scrape; with no index the names are the runtime-down ones ("")
+  const { series } = cgroupSeries(records, null, 100);
+  const mine = renderCgroupFamilies(CGROUP_FAMILIES, series);
+
+  const reg = new Registry();
+  for (const f of CGROUP_FAMILIES) {
+    const extraNames = Object.keys(f.extra ?? {});
+    const Metric = f.kind === 'counter' ? Counter : Gauge;
+    const m = new Metric({ name: f.name, help: f.help, labelNames: [...LABELS, ...extraNames], registers: [reg] });
+    for (const s of series) {
+      const v = f.value(s.rec);
+      if (v === null || !Number.isFinite(v) || (f.kind === 'counter' && v < 0)) continue;
+      const r = s.rec;
+      const labels = { namespace: '', pod: '', container: '', id: r.path, image: '', pod_uid: r.podUid, ...f.extra };
+      if (m instanceof Counter) m.inc(labels, v);
+      else (m as Gauge).set(labels, v);
+    }
+  }
+  const theirs = await reg.metrics();
+  t.equal(`${mine}\n`, theirs);
+});
+
+t.test('escapeLabel escapes as prom-client does, and leaves plain values alone', async (t) => {
+  t.equal(escapeLabel('plain-value_1.2'), 'plain-value_1.2');
+  t.equal(escapeLabel('a"b\\c\nd'), 'a\\"b\\\\c\\nd');
+});
