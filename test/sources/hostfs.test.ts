@@ -3,7 +3,7 @@
  * does: absolute link targets and `..` are taken relative to the root, so
  * /var/run -> /run works and a link to /etc/shadow (or ../../..) cannot leave it.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
@@ -114,6 +114,11 @@ t.test('root "/" reads the real filesystem', async (t) => {
   // '/' resolves links too (securejoin-style, as any other root): /proc/self is a link to our pid
   t.equal(await real.resolve('/proc/self/../self/stat'), `/proc/${process.pid}/stat`);
   t.match(await real.readFile(`/proc/${process.pid}/stat`), new RegExp(`^${process.pid} \\(`));
+  // a device is named (O_PATH), never opened: opening some (/dev/watchdog) has effects
+  await t.rejects(real.openFile('/dev/null'), { code: 'EFTYPE' });
+  await t.rejects(real.readFile('/dev/zero'), { code: 'EFTYPE' }, 'readFile: regular files only');
+  t.equal(await real.readlink(`/proc/${process.pid}/ns/net`), readlinkSync(`/proc/${process.pid}/ns/net`), 'ns links through a verified parent');
+  t.equal(await real.exists('/proc/self/stat'), true);
 });
 
 t.test('isGone', async (t) => {

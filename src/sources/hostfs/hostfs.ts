@@ -20,7 +20,7 @@ const fdPath = (fd: number) => `/proc/self/fd/${fd}`;
  * EFTYPE the path names something other than what was asked for (a device, a FIFO, a directory);
  * ELOOP  too many links, or a link swapped in while it was being opened.
  */
-export type HostPathCode = 'EXDEV' | 'EFTYPE' | 'ELOOP' | 'EINVAL';
+export type HostPathCode = 'EXDEV' | 'EFTYPE' | 'ELOOP';
 export class HostPathError extends Error {
   readonly code: HostPathCode;
   readonly hostPath: string;
@@ -39,9 +39,10 @@ export const isGone = (err: unknown): boolean =>
   typeof err === 'object' && err !== null && GONE.has((err as NodeJS.ErrnoException).code ?? '');
 
 /**
- * A directory already resolved inside the host root. Files directly in it are
- * opened with O_NOFOLLOW, so a directory resolved once can be read many times
- * without walking its path again (cgroup trees hold thousands of them).
+ * A directory already resolved inside the host root: realPath is link-free.
+ * Files directly in it are opened by that path with O_NOFOLLOW and the kernel's
+ * name for the fd is compared with it, so a directory resolved once can be read
+ * many times without walking its path again (cgroup trees hold thousands of them).
  */
 export interface ResolvedDir {
   readonly hostPath: string; // as the host sees it, e.g. /sys/fs/cgroup/kubepods.slice
@@ -49,10 +50,14 @@ export interface ResolvedDir {
 }
 
 /**
- * Read-only access to the host's filesystem mounted at `root`, resolving every
- * path the way securejoin does: `..` stops at the root and symlinks are
- * followed relative to the root, so /var/run -> /run works on the host while a
- * link to /etc/shadow of the agent's own container, or ../../.., stays inside.
+ * Read-only access to the host's filesystem mounted at `root` (also '/'),
+ * resolving every path the way securejoin does: `..` stops at the root and
+ * symlinks are followed relative to the root, so /var/run -> /run works on the
+ * host while a link to /etc/shadow of the agent's own container, or ../../..,
+ * stays inside. Node has no openat/openat2, so every reader then checks the fd
+ * it got against the agent's own /proc/self/fd (see verifyFd): a link swapped in
+ * after the walk is refused (EXDEV) instead of followed. `within` (openFile,
+ * dir) confines a read to a subtree, e.g. /var/log, which matters most for '/'.
  */
 export class HostFs {
   readonly root: string;
@@ -163,8 +168,8 @@ export class HostFs {
 
   /**
    * Resolve a directory once, checked by the kernel's name for an O_PATH fd of
-   * it; files read directly in it (readIn, readFilesInSync) check it again by
-   * the fd they read through, so a walk of thousands of cgroup files never
+   * it; reads in it check again by fd (readIn each file, readdir the directory,
+   * readFilesInSync once a batch), so a walk of thousands of cgroup files never
    * resolves a path twice. A directory that does not exist (yet) still gives a
    * ResolvedDir: every read in it answers null. Throws EXDEV when it leads
    * outside the root or `within`.
