@@ -1,6 +1,6 @@
 /** A snapshot's findings as a report: verdict, counts, the sources' outcomes, and a terminal rendering. */
 import type { Finding, Severity, SourceOutcome, TriageReport, Verdict } from '../model/triage.js';
-import { runRules, RULES, type Rule } from './rules.js';
+import { runRules, RULES, type Rule } from './rules/index.js';
 import { gatherSnapshot, type GatherOptions, type Got, type TriageSnapshot, type TriageSources } from './snapshot.js';
 
 const ORDER: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };

@@ -7,20 +7,53 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import type { Finding } from '../../src/model/triage.js';
-import { walkKubepods } from '../../src/sources/cgroup/cgroups.js';
-import { readRecords } from '../../src/sources/cgroup/view.js';
+import { CgroupSource } from '../../src/sources/cgroup/source.js';
+import { RuntimeIndexSource } from '../../src/sources/cri/index.js';
 import { HostFs } from '../../src/sources/hostfs/hostfs.js';
 import { splitKmsgText } from '../../src/sources/kmsg/parse.js';
 import { attribute } from '../../src/sources/oom/oom.js';
 import { parseOomReports } from '../../src/sources/oom/parse.js';
-import { buildReport, EXIT_CODES, renderText } from '../../src/triage/report.js';
-import { RULES } from '../../src/triage/rules.js';
+import { FINDINGS } from '../../src/triage/findings.js';
+import { buildReport as reportOf, EXIT_CODES, renderText } from '../../src/triage/report.js';
+import { type Rule, RULES, SnapshotIndex } from '../../src/triage/rules/index.js';
 import type { TriageSnapshot } from '../../src/triage/snapshot.js';
 import { JOURNAL_MATCH_PREFIX, KUBELET_JOURNAL_PATTERNS, matchesJournalPattern, THRESHOLDS } from '../../src/triage/thresholds.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { GUARANTEED_ID, OOM_CHILD_ID, OOM_MAIN_ID, POD_UID, realNode, SANDBOX_ID, SPIN_ID } from '../fixtures/node-tree.js';
 import { cniState, disk, failed, healthySnapshot, iso, kubeletLine, NOW, ok, row, sandbox } from '../fixtures/triage-snapshot.js';
 
+/*
+ * Every snapshot a test below judges is also run rule by rule against the catalogue
+ * (src/triage/findings.ts): each finding's id must be catalogued under the rule that
+ * emitted it, with that severity. The last test checks that nothing was off and that
+ * every catalogued id and severity was emitted by some test: a rule, an id or a
+ * severity added without its catalogue entry, or an entry without a test, fails.
+ */
+const CATALOGUE = new Map(FINDINGS.map((k) => [k.id, k]));
+const offCatalogue: string[] = [];
+const emitted = new Set<string>();
+function judged(f: Finding, by: string): void {
+  const k = CATALOGUE.get(f.id);
+  if (!k || k.rule !== by || !k.severities.includes(f.severity)) offCatalogue.push(`${by} emitted ${f.id} (${f.severity}); catalogue: ${k ? `${k.rule}, ${k.severities.join('/')}` : 'none'}`);
+  emitted.add(`${f.id} ${f.severity}`);
+}
+const buildReport = (s: TriageSnapshot, rules: readonly Rule[] = RULES) => {
+  const ix = new SnapshotIndex(s);
+  for (const rule of rules) {
+    let out: Finding[] = [];
+    try {
+      out = rule.run(s, ix);
+    } catch {
+      continue; // the report says so (rule-failed), checked below
+    }
+    for (const f of out) judged(f, rule.name);
+  }
+  const r = reportOf(s, rules);
+  // what the report adds of its own (a rule that threw) is catalogued under 'report'
+  const own = r.findings.filter((f) => !rules.some((rule) => rule.ids.includes(f.id)));
+  for (const f of own) judged(f, 'report');
+  return r;
+};
 const findings = (s: TriageSnapshot) => buildReport(s).findings;
 const ids = (fs: Finding[]) => fs.map((f) => f.id);
 
@@ -28,7 +61,9 @@ const ids = (fs: Finding[]) => fs.map((f) => f.id);
 const node = realNode('systemd');
 t.teardown(() => node.cleanup());
 const hostFs = new HostFs(node.root);
-const CGROUPS = await readRecords(hostFs, await walkKubepods(hostFs), null);
+/** the records as the agent reads them, unnamed (no runtime) */
+const records = async (fs: HostFs) => (await new CgroupSource(fs, new RuntimeIndexSource(null, 0)).records({ names: false })).items;
+const CGROUPS = await records(hostFs);
 
 // the two captured OOM kills, parsed from the kernel log; re-timed to 5 and 3 minutes ago
 const KILLS = parseOomReports(
@@ -271,7 +306,7 @@ t.test('working set above 90% of memory.max (fixture tree)', async (t) => {
   t.teardown(() => tree.cleanup());
   const fs = new HostFs(tree.root);
   const s = healthySnapshot();
-  s.cgroups = ok(await readRecords(fs, await walkKubepods(fs), null));
+  s.cgroups = ok(await records(fs));
   const f = findings(s).filter((x) => x.id !== 'oom-kill'); // the captured oom-child's memory.events
   t.same(ids(f), ['memory-near-limit']);
   t.match(f[0]!.title, /uses 95\.7% of its memory limit/);
@@ -417,4 +452,20 @@ t.test('the text report: severity, title, id, detail, evidence, next step', asyn
   t.notMatch(text, /\x1b\[/, 'no colour unless asked');
   t.match(renderText(buildReport(s), { color: true }), /\x1b\[1;31mCRITICAL/);
   void NOW;
+});
+
+t.test('a rule that throws on data no one foresaw is a finding; the other rules still run', async (t) => {
+  const s = healthySnapshot();
+  const h = s.host.ok ? s.host.value : (null as never);
+  h.memory = { totalBytes: 2 * 2 ** 30, availableBytes: 80 * 2 ** 20, availableRatio: 0.039 };
+  const broken: Rule = { ...RULES.find((r) => r.name === 'crash-loop')!, run: () => [][0]!['attempt' as never] };
+  const r = buildReport(s, RULES.map((x) => (x.name === 'crash-loop' ? broken : x)));
+  t.same(r.findings.map((f) => [f.id, f.severity]), [['memory-pressure', 'critical'], ['rule-failed', 'warning']]);
+  t.match(r.findings[1]!.title, /crash-loop/);
+});
+
+t.test('every finding above is in the catalogue under the rule that emitted it, and every catalogued one was emitted', async (t) => {
+  t.same(offCatalogue, [], 'findings.ts lists each emitted id under its rule with that severity');
+  const wanted = FINDINGS.flatMap((k) => k.severities.map((sev) => `${k.id} ${sev}`));
+  t.same(wanted.filter((w) => !emitted.has(w)), [], 'each catalogued id and severity has a test that emits it');
 });

@@ -1,0 +1,195 @@
+/**
+ * Every finding triage can report, as data: its id, the rule that emits it, the
+ * severities it comes in, a title, what it means and what to do. The rules write
+ * each finding's own title, detail and hint from the evidence; this catalogue is
+ * the stable list a user (README's triage section) and the tests go by: a rule
+ * emits only ids catalogued under its name, with a catalogued severity.
+ * Numbers come from thresholds.ts, so the text and the rules cannot disagree.
+ */
+import type { Severity } from '../model/triage.js';
+import { percent } from '../format.js';
+import { KUBELET_JOURNAL_PATTERNS, type Phrase, THRESHOLDS as T } from './thresholds.js';
+
+/** The rules, by area (src/triage/rules/<area>.ts). */
+export type RuleName = 'runtime' | 'kubelet' | 'journal' | 'oom' | 'crash-loop' | 'sandboxes' | 'stuck-created' | 'throttling' | 'memory' | 'node' | 'sources';
+
+export interface FindingKind {
+  id: string;
+  /** the rule that emits it; 'report' for the one report.ts emits when a rule throws */
+  rule: RuleName | 'report';
+  severities: readonly Severity[];
+  title: string;
+  means: string;
+  todo: string;
+}
+
+const pct = (x: number) => percent(x).replace('.0%', '%');
+/** two of a pattern's phrases, not two spellings of one */
+const examples = (phrases: readonly Phrase[]) =>
+  phrases
+    .map((ph) => (typeof ph === 'string' ? ph : ph.join('…')))
+    .filter((ph, i, all) => all.findIndex((o) => o.toLowerCase() === ph.toLowerCase()) === i)
+    .slice(0, 2)
+    .map((ph) => `\`${ph}\``)
+    .join(', ');
+
+export const FINDINGS: readonly FindingKind[] = [
+  {
+    id: 'runtime-unreachable',
+    rule: 'runtime',
+    severities: ['critical'],
+    title: 'The container runtime is unreachable',
+    means: 'No CRI socket was found under the host root, or nothing answers on it (socket missing, connection refused).',
+    todo: '`systemctl status containerd` and its log (`GET /v1/logs?query=containerd`); pass `--cri-endpoint` if the socket is elsewhere, `--host-root` if the host is mounted elsewhere.',
+  },
+  {
+    id: 'runtime-not-answering',
+    rule: 'runtime',
+    severities: ['critical'],
+    title: 'The container runtime does not answer',
+    means: 'The runtime accepts connections but does not answer within `--cri-timeout`: it is wedged (stopped, deadlocked, or its disk hangs).',
+    todo: 'Check its state (`ps -o pid,stat,wchan -C containerd`) and its log; `kill -USR1 $(pidof containerd)` dumps its goroutines to that log.',
+  },
+  {
+    id: 'runtime-not-ready',
+    rule: 'runtime',
+    severities: ['critical'],
+    title: 'The container runtime reports RuntimeReady=false',
+    means: 'CRI `Status` says `RuntimeReady` is false: kubelet will not start pods on this node.',
+    todo: 'Read the runtime log around now (`GET /v1/logs?query=containerd&tailLines=200`).',
+  },
+  {
+    id: 'network-not-ready',
+    rule: 'runtime',
+    severities: ['critical'],
+    title: 'Pod networking is not ready (NetworkReady=false)',
+    means: "CRI `Status` says `NetworkReady` is false; the evidence shows the CNI config files and plugin binaries (dirs from the runtime's config, else `/etc/cni/net.d`, `/opt/cni/bin`) and what is missing or broken.",
+    todo: "Check the network daemonset's pod on this node; install missing plugins, fix broken config files; when all is in place, read the runtime log for CNI errors.",
+  },
+  {
+    id: 'kubelet-unhealthy',
+    rule: 'kubelet',
+    severities: ['critical'],
+    title: "kubelet's health check fails",
+    means: "kubelet's healthz does not answer, or answers other than 200.",
+    todo: '`systemctl status kubelet` and its log (`GET /v1/logs?query=kubelet.service&tailLines=200`); pass `--kubelet-healthz` if kubelet listens elsewhere.',
+  },
+  // one finding per kind of kubelet log line; the phrases and hints are thresholds.ts's table
+  ...KUBELET_JOURNAL_PATTERNS.map(
+    (p): FindingKind => ({
+      id: p.id,
+      rule: 'journal',
+      severities: [p.severity],
+      title: p.title,
+      means: `E/W/F lines in kubelet's journal of the last ${T.journalWindowMinutes} minutes: ${p.title} (phrases such as ${examples(p.phrases)}).`,
+      todo: p.hint,
+    }),
+  ),
+  {
+    id: 'oom-kill',
+    rule: 'oom',
+    severities: ['warning'],
+    title: 'OOM kill in a container',
+    means: `The kernel killed a process at its cgroup's memory limit in the last ${T.oomWindowMinutes} minutes, or a live container's \`memory.events\` counts OOM kills (a child was killed; kubectl shows no restart).`,
+    todo: "Raise the container's memory limit or reduce its use; `GET /v1/oom` shows the kernel report, the container's logs with `previous=true` its last output.",
+  },
+  {
+    id: 'oom-kill-node',
+    rule: 'oom',
+    severities: ['critical'],
+    title: 'The node ran out of memory: the kernel OOM killer ran',
+    means: 'A global OOM kill: not a cgroup limit, the whole node was out of memory.',
+    todo: 'Compare `kubectl describe node` allocated requests with usage; look for pods without memory limits (BestEffort, Burstable).',
+  },
+  {
+    id: 'oom-kill-misreported',
+    rule: 'oom',
+    severities: ['warning'],
+    title: 'OOM-killed, but the runtime reports another reason',
+    means: "The runtime says exit 137 with a reason other than `OOMKilled` while the kernel log shows the container's cgroup was OOM-killed (containerd records the reason racily).",
+    todo: "Treat it as an OOM kill: raise the memory limit; don't chase an application error.",
+  },
+  {
+    id: 'crash-loop',
+    rule: 'crash-loop',
+    severities: ['warning'],
+    title: 'A container is crash-looping',
+    means: `A container at attempt ${T.crashLoopAttempt} or later whose last run exited non-zero.`,
+    todo: "Read the last run's output (`GET /v1/containers/{id}/logs?tailLines=100`); exit 137 is SIGKILL, often an OOM kill or a failed liveness probe.",
+  },
+  {
+    id: 'sandbox-not-ready',
+    rule: 'sandboxes',
+    severities: ['warning'],
+    title: 'A pod has no ready sandbox and no running container',
+    means: `Every sandbox of the pod is NOTREADY (the newest for at least ${T.notReadySandboxSeconds} s) and none of its containers runs; pods that ran to completion are left out.`,
+    todo: "kubelet could not (re)create the sandbox: look for sandbox errors in kubelet's log (`GET /v1/logs?query=kubelet.service&pattern=sandbox`), usually CNI or the pause image.",
+  },
+  {
+    id: 'container-stuck-created',
+    rule: 'stuck-created',
+    severities: ['warning'],
+    title: 'A container was created and never started',
+    means: `A container still CREATED ${T.createdStuckSeconds} s after it was created: StartContainer failed or hangs.`,
+    todo: "Read the runtime log for its id (`GET /v1/logs?query=containerd&pattern=<id>`): often a volume mount, a missing device, or a runc error.",
+  },
+  {
+    id: 'cpu-throttling',
+    rule: 'throttling',
+    severities: ['warning'],
+    title: 'A container is CPU-throttled',
+    means: `More than ${pct(T.throttledShare)} of its CFS periods were throttled over the measuring window: it wants more CPU than its limit.`,
+    todo: 'Raise (or remove) its CPU limit; `GET /v1/throttling?window=10s` measures again.',
+  },
+  {
+    id: 'memory-near-limit',
+    rule: 'memory',
+    severities: ['warning'],
+    title: 'A container is close to its memory limit',
+    means: `Its working set (memory.current less inactive_file) is over ${pct(T.memoryNearLimit)} of \`memory.max\`: an OOM kill is near.`,
+    todo: 'Raise the memory limit or find what grows: `GET /v1/containers/{id}/processes` lists RSS per process.',
+  },
+  {
+    id: 'disk-pressure',
+    rule: 'node',
+    severities: ['critical', 'warning'],
+    title: "A filesystem is at kubelet's eviction threshold",
+    means: `kubelet's eviction defaults: nodefs available < ${pct(T.nodefsAvailable)}, imagefs < ${pct(T.imagefsAvailable)}, inodes free < ${pct(T.nodefsInodesFree)} (critical); within ${Math.round(T.diskWarningMargin * 100)} points above (warning). One filesystem is reported once.`,
+    todo: 'Free image space (`crictl rmi --prune`, image GC) on imagefs; large emptyDirs, container logs and the journal (`journalctl --vacuum-size`) on nodefs.',
+  },
+  {
+    id: 'pid-pressure',
+    rule: 'node',
+    severities: ['critical', 'warning'],
+    title: "The node's PIDs run out",
+    means: `Threads use ${pct(T.pidUseWarning)} (warning) or ${pct(T.pidUseCritical)} (critical) of \`kernel.pid_max\`: new processes and threads will fail with EAGAIN.`,
+    todo: 'Find the pod that forks without bound (`GET /v1/cgroups` lists pids.current) and set pod PID limits (kubelet `--pod-max-pids`).',
+  },
+  {
+    id: 'memory-pressure',
+    rule: 'node',
+    severities: ['critical'],
+    title: "The node is below kubelet's memory eviction threshold",
+    means: `MemAvailable is under kubelet's eviction threshold memory.available<${T.memoryAvailableBytes / 2 ** 20}Mi: pods will be evicted, BestEffort first.`,
+    todo: 'Find the biggest users with `GET /v1/cgroups?sort=memory`.',
+  },
+  {
+    id: 'source-unavailable',
+    rule: 'sources',
+    severities: ['warning', 'info'],
+    title: 'A source did not answer',
+    means: 'A source of the snapshot failed or missed its deadline (warning for cgroups, node health and the runtime lists; info for the rest): the rules that need it did not run, the rest of the report stands.',
+    todo: "Check `--host-root` and the agent's privileges (see `/readyz`).",
+  },
+  {
+    id: 'rule-failed',
+    rule: 'report',
+    severities: ['warning'],
+    title: 'A triage rule could not judge this snapshot',
+    means: "A rule stopped on data it did not expect; the other rules' findings stand.",
+    todo: "Read that rule's sources directly (the report lists them) and report the data shape to nodetruth.",
+  },
+];
+
+/** The ids a rule may emit, in catalogue order. */
+export const idsOf = (rule: RuleName): string[] => FINDINGS.filter((f) => f.rule === rule).map((f) => f.id);

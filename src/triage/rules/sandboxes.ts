@@ -1,0 +1,40 @@
+/** Pods with only NOTREADY sandboxes and nothing running (pods that ran to completion excepted). */
+import type { Finding } from '../../model/triage.js';
+import type { ContainerRow } from '../../sources/cri/runtime-view.js';
+import { secondsSince, shortId } from '../../format.js';
+import { idsOf } from '../findings.js';
+import { THRESHOLDS } from '../thresholds.js';
+import { plural, type Rule, who } from './rule.js';
+
+export const sandboxRule: Rule = {
+  name: 'sandboxes',
+  ids: idsOf('sandboxes'),
+  run(s, ix) {
+    const out: Finding[] = [];
+    for (const [uid, sandboxes] of ix.sandboxesByUid) {
+      if (sandboxes.some((p) => p.state === 'SANDBOX_READY')) continue;
+      const newest = sandboxes.reduce((a, b) => ((b.createdAt ?? '') > (a.createdAt ?? '') ? b : a));
+      const age = secondsSince(newest.createdAt, s.nowMs);
+      if (age !== null && age < THRESHOLDS.notReadySandboxSeconds) continue;
+      const containers = ix.containers.filter((c) => c.podUid === uid || sandboxes.some((p) => p.id === c.podId));
+      if (containers.some((c) => c.state === 'CONTAINER_RUNNING')) continue;
+      // a pod that ran to completion: kubelet stops its sandbox once every container exited 0
+      const latest = new Map<string, ContainerRow>();
+      for (const c of containers) if (!latest.has(c.name) || c.attempt > latest.get(c.name)!.attempt) latest.set(c.name, c);
+      if (latest.size > 0 && [...latest.values()].every((c) => c.state === 'CONTAINER_EXITED' && c.exitCode === 0)) continue;
+      const subject = ix.subject(uid, null);
+      out.push({
+        id: 'sandbox-not-ready',
+        severity: 'warning',
+        title: `${who(subject)} has no ready sandbox and no running container`,
+        detail: `${plural(sandboxes.length, 'sandbox', 'sandboxes')}, all NOTREADY; the newest (${shortId(newest.id)}, attempt ${newest.attempt}) was created ${age ?? '?'} s ago; ${containers.length === 0 ? 'no containers were created in it' : `containers: ${[...latest.values()].map((c) => `${c.name} ${c.state.replace('CONTAINER_', '').toLowerCase()}${c.exitCode !== null && c.state === 'CONTAINER_EXITED' ? ` (exit ${c.exitCode})` : ''}`).join(', ')}`}`,
+        evidence: [
+          { source: 'cri', call: 'ListPodSandbox', excerpt: sandboxes.map((p) => `${p.id} ${p.state} attempt ${p.attempt} created ${p.createdAt}`).join('\n') },
+        ],
+        hint: 'kubelet could not (re)create the pod sandbox: look for sandbox errors in the kubelet log (GET /v1/logs?query=kubelet.service&pattern=sandbox) — usually CNI (network setup) or the pause image.',
+        subject,
+      });
+    }
+    return out;
+  },
+};
