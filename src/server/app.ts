@@ -7,6 +7,7 @@ import { VERSION } from '../version.js';
 import type { AppDeps } from './deps.js';
 import { auditClientError, installAuditLog } from './plugins/audit.js';
 import { installAuth, installHostCheck } from './plugins/auth.js';
+import { installLoadShed } from './plugins/load-shed.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { installProblemHandlers } from './plugins/problems.js';
 import { installTextFormat } from './plugins/text-format.js';
@@ -83,6 +84,7 @@ export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null }
   installHostCheck(app, deps); // --auth none only; after the audit hook, so a refused Host is audited
   if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
+  installLoadShed(app); // after auth: a refused request never takes a slot
 
   if (tls?.source === 'file') {
     const watch = watchTlsFiles(tls, (key, cert) => (app.server as unknown as TlsServer).setSecureContext({ key, cert, minVersion: 'TLSv1.2' }), deps.log);

@@ -1,0 +1,114 @@
+/**
+ * Past a bound of concurrent heavy work, answer 503 with Retry-After instead of queueing
+ * without limit (issue 12).
+ *
+ * Heavy routes are the full-node answers whose cost grows with the node (every container,
+ * every cgroup, every series): measured on the FAKE 1,000-container node, one of them holds
+ * tens of MiB while it is built (bench/RESULTS.md, issue 12), so fifty at once took the agent
+ * to 700 MiB. Light routes (health, one container, the node's own files, logs with their own
+ * limits) never wait here.
+ *
+ * A slot is a distinct request (path and query): requests identical to one in flight join
+ * it at once, since the routes share that work (SingleFlight) and its rendered body. Up to
+ * `running` distinct ones run; up to `queued` more wait, in order, at most `maxWaitMs`; past
+ * that the answer is 503 with Retry-After, at once. A waiting request whose client went away
+ * leaves the queue.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Problem } from '../../errors.js';
+
+export interface LoadShedOptions {
+  /** distinct heavy requests running at once */
+  running: number;
+  /** heavy requests waiting for a slot */
+  queued: number;
+  /** longest wait for a slot before 503 */
+  maxWaitMs: number;
+  /** the routes (as declared: '/v1/cgroups') that take a slot */
+  routes: ReadonlySet<string>;
+}
+
+export const LOAD_SHED_DEFAULTS: LoadShedOptions = {
+  running: 2,
+  queued: 128,
+  maxWaitMs: 10_000,
+  routes: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift']),
+};
+
+interface Waiter {
+  key: string;
+  admit(): void;
+}
+
+const overloaded = (detail: string) => new Problem(503, 'Overloaded', detail, undefined, { 'retry-after': '1' });
+
+export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedOptions> = {}): void {
+  const o = { ...LOAD_SHED_DEFAULTS, ...options };
+  /** distinct heavy requests in flight → how many requests share each */
+  const inFlight = new Map<string, number>();
+  const queue: Waiter[] = [];
+
+  const take = (key: string) => inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
+  const release = (key: string) => {
+    const n = (inFlight.get(key) ?? 1) - 1;
+    if (n > 0) inFlight.set(key, n);
+    else inFlight.delete(key);
+    // admit in order while there is room; a waiter identical to one running joins it
+    for (let i = 0; i < queue.length; ) {
+      const w = queue[i]!;
+      if (inFlight.has(w.key) || inFlight.size < o.running) {
+        queue.splice(i, 1);
+        take(w.key);
+        w.admit();
+      } else i++;
+    }
+  };
+
+  app.addHook('onRequest', async (req: FastifyRequest, reply) => {
+    if (!o.routes.has(req.routeOptions.url ?? '')) return;
+    const key = `${req.method} ${req.url}`;
+    const hold = () => {
+      let released = false;
+      reply.raw.once('close', () => {
+        if (!released) {
+          released = true;
+          release(key);
+        }
+      });
+    };
+    if (inFlight.has(key) || inFlight.size < o.running) {
+      take(key);
+      hold();
+      return;
+    }
+    if (queue.length >= o.queued) throw overloaded(`${inFlight.size} full-node answers are being built and ${queue.length} wait; try again shortly`);
+    await new Promise<void>((resolve, reject) => {
+      const w: Waiter = {
+        key,
+        admit: () => {
+          clearTimeout(timer);
+          reply.raw.off('close', gone);
+          hold();
+          resolve();
+        },
+      };
+      const leave = () => {
+        const i = queue.indexOf(w);
+        if (i >= 0) queue.splice(i, 1);
+      };
+      const timer = setTimeout(() => {
+        leave();
+        reply.raw.off('close', gone);
+        reject(overloaded(`waited ${o.maxWaitMs} ms for one of ${o.running} slots for full-node answers; try again shortly`));
+      }, o.maxWaitMs);
+      // the response closing before anything was written: the client went away while waiting
+      const gone = () => {
+        clearTimeout(timer);
+        leave();
+        reject(overloaded('the client went away while waiting'));
+      };
+      reply.raw.once('close', gone);
+      queue.push(w);
+    });
+  });
+}

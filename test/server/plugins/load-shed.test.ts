@@ -1,0 +1,151 @@
+/**
+ * Load shedding (issue 12): past `running` distinct heavy requests and `queued` waiting
+ * ones, a heavy request answers 503 problem+json with Retry-After at once; identical
+ * requests join the one in flight; waiting requests are admitted in order as slots free;
+ * a waiter whose client left is dropped from the queue; light routes never wait.
+ * Through a real HTTP server on loopback; the heavy routes' work is held open by the test
+ * (a promise it resolves), so nothing here depends on timing.
+ */
+import { request, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
+import t, { type Test } from 'tap';
+import { installProblemHandlers } from '../../../src/server/plugins/problems.js';
+import { installLoadShed } from '../../../src/server/plugins/load-shed.js';
+import { makeFakeScaleHost } from '../../fixtures/fake-node.js';
+import { testApp } from '../../helpers/app.js';
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+function get(base: string, path: string, signal?: AbortSignal): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}${path}`, { agent: false, signal }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A heavy route's work: each call waits until the test lets it finish. */
+function gate() {
+  const started: string[] = [];
+  const open: (() => void)[] = [];
+  return {
+    started,
+    work: (what: string) =>
+      new Promise<void>((resolve) => {
+        started.push(what);
+        open.push(resolve);
+      }),
+    finishOne: () => open.shift()?.(),
+    finishAll: () => {
+      while (open.length) open.shift()!();
+    },
+  };
+}
+
+async function until(cond: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 2000 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  if (!cond()) throw new Error(`never: ${what}`);
+}
+
+async function server(t: Test, opts: { running: number; queued: number; maxWaitMs?: number }) {
+  const g = gate();
+  const app = Fastify();
+  installProblemHandlers(app as never);
+  installLoadShed(app, { ...opts, routes: new Set(['/heavy', '/other']) });
+  let answered = 0;
+  app.get('/heavy', async (req) => {
+    await g.work(`heavy ${req.url}`);
+    return { ok: ++answered };
+  });
+  app.get('/other', async () => {
+    await g.work('other');
+    return { ok: true };
+  });
+  app.get('/light', async () => ({ light: true }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  t.teardown(async () => {
+    g.finishAll();
+    await app.close();
+  });
+  return { g, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+}
+
+t.test('beyond running + queued: 503 problem+json with Retry-After, at once; the rest are answered in order', async (t) => {
+  const { g, base } = await server(t, { running: 1, queued: 1 });
+  const first = get(base, '/heavy?n=1');
+  await until(() => g.started.length === 1, 'the first runs');
+  const second = get(base, '/heavy?n=2'); // waits for the slot
+  await new Promise((r) => setTimeout(r, 50)); // give it the chance to (wrongly) start
+  t.equal(g.started.length, 1, 'the second waits: one slot');
+  const third = await get(base, '/heavy?n=3'); // the queue is full
+  t.equal(third.status, 503);
+  t.equal(third.headers['retry-after'], '1');
+  t.match(third.headers['content-type'], /application\/problem\+json/);
+  t.match(JSON.parse(third.body), { status: 503, title: 'Overloaded' });
+  t.equal((await get(base, '/light')).status, 200, 'a light route never waits');
+  g.finishOne();
+  t.equal((await first).status, 200);
+  await until(() => g.started.length === 2, 'the waiting one is admitted');
+  t.same(g.started, ['heavy /heavy?n=1', 'heavy /heavy?n=2']);
+  g.finishOne();
+  t.equal((await second).status, 200);
+});
+
+t.test('identical requests join the one in flight; a different one waits', async (t) => {
+  const { g, base } = await server(t, { running: 1, queued: 4 });
+  const a = [get(base, '/heavy?same'), get(base, '/heavy?same'), get(base, '/heavy?same')];
+  await until(() => g.started.length === 3, 'all three identical run');
+  const other = get(base, '/other');
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(g.started.length, 3, 'a different heavy request waits for the slot');
+  g.finishAll();
+  t.same((await Promise.all(a)).map((r) => r.status), [200, 200, 200]);
+  await until(() => g.started.length === 4, 'then it runs');
+  g.finishAll();
+  t.equal((await other).status, 200);
+});
+
+t.test('a waiter whose client went away leaves the queue; past maxWaitMs the answer is 503', async (t) => {
+  const { g, base } = await server(t, { running: 1, queued: 1, maxWaitMs: 200 });
+  const first = get(base, '/heavy?n=1');
+  await until(() => g.started.length === 1, 'the first runs');
+  const ac = new AbortController();
+  const leaving = get(base, '/heavy?n=2', ac.signal).catch((e: Error) => e);
+  await new Promise((r) => setTimeout(r, 20));
+  ac.abort();
+  t.match(await leaving, { name: 'AbortError' });
+  // its place in the queue is free again: this one waits (not 503 at once), then times out
+  const waited = await get(base, '/heavy?n=3');
+  t.equal(waited.status, 503);
+  t.match(JSON.parse(waited.body).detail, /waited 200 ms/);
+  t.equal(g.started.length, 1, 'neither the one that left nor the one that timed out ran');
+  g.finishAll();
+  t.equal((await first).status, 200);
+});
+
+t.test('the real app: 40 concurrent /v1/cgroups requests (4 distinct) over HTTP are all answered 200 (the queue absorbs them)', async (t) => {
+  const host = await makeFakeScaleHost({ pods: 4, perPod: 2 });
+  t.teardown(() => host.cleanup());
+  // no --cri-endpoint to a runtime: the cgroups answer without names (runtime.joined false)
+  const a = await testApp(['--host-root', host.root, '--cri-endpoint', 'unix:///nonexistent/cri.sock', '--log-level', 'warn']);
+  t.teardown(() => a.close());
+  await a.app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(a.app.server.address() as AddressInfo).port}`;
+  const paths = ['/v1/cgroups', '/v1/cgroups?kind=pod', '/v1/cgroups?kind=container', '/v1/cgroups?sort=memory'];
+  const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => get(base, paths[i % paths.length]!)));
+  t.same(
+    answers.map((r) => r.status),
+    answers.map(() => 200),
+  );
+  t.ok(answers.every((r) => (JSON.parse(r.body) as { items: unknown[] }).items.length > 0), 'every answer lists the cgroups');
+});
