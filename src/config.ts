@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { parseDuration } from './format.js';
+import { DNS1123_SUBDOMAIN, durationSchema } from './validate.js';
 
 /**
  * Flags and their environment twins (DESIGN.md "Command line and configuration").
@@ -51,25 +51,9 @@ const listenSchema = z
     return { host, port };
   });
 
-const durationSchema = z.string().transform((s, ctx) => {
-  const ms = parseDuration(s);
-  if (ms === null || ms <= 0 || ms > 60_000) {
-    ctx.addIssue({ code: 'custom', message: `expected a duration between 1ms and 60s such as 2s or 500ms, got ${JSON.stringify(s)}` });
-    return z.NEVER;
-  }
-  return ms;
-});
-
 /** A duration in ms between min and max, from text such as 30s or 1h. */
 const boundedDuration = (minMs: number, maxMs: number, range: string) =>
-  z.string().transform((s, ctx) => {
-    const ms = parseDuration(s);
-    if (ms === null || ms < minMs || ms > maxMs) {
-      ctx.addIssue({ code: 'custom', message: `expected a duration between ${range}, got ${JSON.stringify(s)}` });
-      return z.NEVER;
-    }
-    return ms;
-  });
+  durationSchema({ minMs, maxMs }, (s) => `expected a duration between ${range}, got ${JSON.stringify(s)}`);
 
 /** A Host name as a client sends it, without the port: a DNS name, an IPv4 address, or [IPv6]. */
 const HOST_NAME = /^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]{0,62})(\.[a-z0-9]([a-z0-9-]{0,62}))*\.?)$/;
@@ -82,7 +66,7 @@ const schema = z
       .string()
       .regex(/^unix:\/\/\/.+/, 'expected unix:///path/to/socket')
       .nullable(),
-    criTimeoutMs: durationSchema.prefault('2s'),
+    criTimeoutMs: boundedDuration(1, 60_000, '1ms and 60s such as 2s or 500ms').prefault('2s'),
     auth: z.enum(['none', 'kubernetes']).default('none'),
     authAudiences: z
       .string()
@@ -99,7 +83,7 @@ const schema = z
     tlsKeyFile: z.string().min(1).nullable(),
     /** $NODE_IP (downward API status.hostIP): a SAN of the self-signed certificate */
     nodeIp: z.string().refine((s) => isIP(s) !== 0, '$NODE_IP: expected an IP address').nullable(),
-    nodeName: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a DNS-1123 subdomain'),
+    nodeName: z.string().regex(DNS1123_SUBDOMAIN, 'must be a DNS-1123 subdomain'),
     kubeconfig: z.string().nullable(),
     kmsgPath: z.string().nullable(),
     journalctl: z.string().default('auto'),

@@ -1,7 +1,9 @@
 /**
- * Errors that carry their HTTP meaning. Sources throw these (they know nothing
- * of HTTP beyond a status number), the error handler turns them into RFC 9457
- * problem+json. Anything else that escapes is a bug and becomes a 500.
+ * Errors that carry their HTTP meaning, for the server's own refusals (request
+ * validation, limits, auth, deadlines). Sources throw SourceError with a code
+ * instead (sources/errors.ts), which server/problem-types.ts maps to one of
+ * these. The error handler turns both into RFC 9457 problem+json; anything else
+ * that escapes is a bug and becomes a 500.
  */
 export class Problem extends Error {
   readonly status: number;
@@ -11,16 +13,31 @@ export class Problem extends Error {
   /** response headers the answer needs besides the body (Retry-After on a 429) */
   readonly headers: Record<string, string> | undefined;
 
-  constructor(status: number, title: string, detail: string, extra?: Record<string, unknown>, headers?: Record<string, string>) {
+  constructor(
+    status: number,
+    title: string,
+    detail: string,
+    extra?: Record<string, unknown>,
+    headers?: Record<string, string>,
+    type = problemTypeUri(title),
+  ) {
     super(detail);
     this.name = 'Problem';
     this.status = status;
     this.title = title;
-    this.type = `https://nodetruth.dev/problems/${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
+    this.type = type;
     this.extra = extra;
     this.headers = headers;
   }
 }
+
+/** A problem's type URI: its title's slug under nodetruth.dev/problems. */
+export function problemTypeUri(title: string): string {
+  return `https://nodetruth.dev/problems/${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`;
+}
+
+/** Retry-After in whole seconds (RFC 9110 10.2.3), at least 1. */
+export const retryAfter = (seconds: number): Record<string, string> => ({ 'retry-after': String(Math.max(1, Math.ceil(seconds))) });
 
 export const badRequest = (detail: string, extra?: Record<string, unknown>) =>
   new Problem(400, 'Invalid input', detail, extra);
@@ -32,7 +49,7 @@ export const ambiguous = (detail: string, candidates: string[]) =>
 
 /** A limit is full: 429 with Retry-After (RFC 9110 10.2.3), the seconds after which a slot is likely free. */
 export const tooMany = (detail: string, retryAfterSeconds = 1) =>
-  new Problem(429, 'Too many requests', detail, undefined, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+  new Problem(429, 'Too many requests', detail, undefined, retryAfter(retryAfterSeconds));
 
 export const notImplemented = (detail: string) => new Problem(501, 'Not implemented', detail);
 

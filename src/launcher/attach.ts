@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { defaultBundleName } from '../bundle/format.js';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../validate.js';
 import { VERSION } from '../version.js';
 
 /** Where nodetruth listens inside the debug pod: its default loopback address. */
@@ -43,14 +44,12 @@ const CREATED = /^Creating debugging pod (\S+) with container (\S+) on node (\S+
 /** What client-go's port forwarder prints once it listens (tools/portforward). */
 const FORWARDING = /^Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)$/m;
 
-const dns1123Subdomain = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-const dns1123Label = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const notAFlag = (what: string) => z.string().min(1).refine((s) => !s.startsWith('-'), `${what} must not start with "-"`);
 
 const optionsSchema = z.object({
-  node: z.string().regex(dns1123Subdomain, 'node: expected a node name (DNS-1123 subdomain)'),
+  node: z.string().regex(DNS1123_SUBDOMAIN, 'node: expected a node name (DNS-1123 subdomain)'),
   image: notAFlag('--image').refine((s) => !/\s/.test(s), '--image must not contain whitespace'),
-  namespace: z.string().regex(dns1123Label, '--namespace: expected a namespace name (DNS-1123 label)').nullable(),
+  namespace: z.string().regex(DNS1123_LABEL, '--namespace: expected a namespace name (DNS-1123 label)').nullable(),
   port: z.coerce.number().int().min(0, '--port: 0..65535').max(65535, '--port: 0..65535'),
   kubeconfig: notAFlag('--kubeconfig').nullable(),
   context: notAFlag('--context').nullable(),

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import { unavailable } from '../errors.js';
 import type { CriClient } from '../sources/cri/client.js';
+import { noCriSocket } from '../sources/cri/errors.js';
 import type { RuntimeView } from '../sources/cri/runtime-view.js';
 import type { HostFs } from '../sources/hostfs/hostfs.js';
 import type { KubeAccess } from '../sources/kube/api.js';
@@ -36,9 +36,7 @@ export interface AppDeps {
 
 export function requireRuntime(deps: AppDeps): RuntimeView {
   if (!deps.runtime) {
-    throw unavailable(
-      `no CRI socket configured or found under ${deps.config.hostRoot} (looked for run/containerd/containerd.sock, run/crio/crio.sock); pass --cri-endpoint`,
-    );
+    throw noCriSocket(deps.config.hostRoot);
   }
   return deps.runtime;
 }

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { ID_PREFIX_PATTERN } from '../sources/cri/ids.js';
+import { THRESHOLDS } from '../triage/thresholds.js';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN, durationWithin, rangeText, THROTTLING_WINDOW, TRIAGE_WINDOW, type DurationRange } from '../validate.js';
 
 /** Shared request schemas: every input is validated here before it reaches a call, path or argv. */
 
@@ -28,10 +30,29 @@ export const labelSelector = repeated(z.string().max(317).regex(LABEL, 'expected
   .transform((pairs) => Object.fromEntries(pairs.map((p) => [p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1)])))
   .optional();
 
-export const k8sName = z.string().max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a Kubernetes name (DNS-1123)');
-export const k8sNamespace = z.string().max(63).regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'expected a Kubernetes namespace (DNS-1123 label)');
+export const k8sName = z.string().max(253).regex(DNS1123_SUBDOMAIN, 'expected a Kubernetes name (DNS-1123)');
+export const k8sNamespace = z.string().max(63).regex(DNS1123_LABEL, 'expected a Kubernetes namespace (DNS-1123 label)');
 /** Pod UIDs: API-server UUIDs, or a static pod's 32-hex manifest hash (kubelet's config hash). */
 export const podUid = z
   .string()
   .max(36)
   .regex(/^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$/, 'expected a pod UID (8-4-4-4-12 lowercase hex, or 32 hex for a static pod)');
+
+/** A ?window=: a duration within the range, in ms; defaultMs when absent. */
+const windowParam = (r: DurationRange, defaultMs: number) =>
+  z
+    .string()
+    .max(16)
+    .optional()
+    .transform((s, ctx) => {
+      if (s === undefined) return defaultMs;
+      const ms = durationWithin(s, r);
+      if (ms === null) {
+        ctx.addIssue({ code: 'custom', message: `window must be a duration ${rangeText(r)}, got ${JSON.stringify(s)}` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+
+export const throttlingWindow = windowParam(THROTTLING_WINDOW, 5000).describe('how long CPU throttling is measured (default 5s)');
+export const triageWindow = windowParam(TRIAGE_WINDOW, THRESHOLDS.defaultWindowMs).describe('how long CPU throttling is measured (default 2s)');

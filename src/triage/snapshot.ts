@@ -13,10 +13,11 @@ import type { CniState } from '../sources/cni/cni.js';
 import type { ContainerRow } from '../sources/cri/runtime-view.js';
 import type { JournalRecord } from '../sources/journal/record.js';
 import type { AttributedOomKill } from '../sources/oom/oom.js';
-import { isProblem } from '../errors.js';
+import { isSourceError, SourceError, type SourceErrorCode } from '../sources/errors.js';
 import { THRESHOLDS } from './thresholds.js';
 
-export type Got<T> = { ok: true; value: T; durationMs: number } | { ok: false; error: string; status: number | null; durationMs: number };
+/** A source's answer, or why there is none: the SourceError's code (null for an error without one), so rules match codes, never HTTP statuses. */
+export type Got<T> = { ok: true; value: T; durationMs: number } | { ok: false; error: string; code: SourceErrorCode | null; durationMs: number };
 
 export interface RuntimeInfo {
   version: RuntimeVersion;
@@ -80,7 +81,7 @@ async function got<T>(fn: (signal: AbortSignal) => Promise<T>, deadlineMs: numbe
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       ac.abort();
-      reject(Object.assign(new Error(`${what}: no answer within ${deadlineMs} ms`), { status: 504 }));
+      reject(new SourceError('source_timeout', `${what}: no answer within ${deadlineMs} ms`));
     }, deadlineMs);
   });
   const ms = () => Math.round(performance.now() - t0);
@@ -91,8 +92,7 @@ async function got<T>(fn: (signal: AbortSignal) => Promise<T>, deadlineMs: numbe
     return { ok: true, value, durationMs: ms() };
   } catch (err) {
     // anything may be thrown (null, a string, an object without message): describing it must not throw
-    const status = isProblem(err) ? err.status : typeof (err as { status?: unknown } | null)?.status === 'number' ? (err as { status: number }).status : null;
-    return { ok: false, error: describe(err), status, durationMs: ms() };
+    return { ok: false, error: describe(err), code: isSourceError(err) ? err.code : null, durationMs: ms() };
   } finally {
     clearTimeout(timer);
   }

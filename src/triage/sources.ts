@@ -1,5 +1,4 @@
 /** The triage snapshot's reads, from the agent's sources (no I/O of its own). */
-import { unavailable } from '../errors.js';
 import type { AppDeps } from '../server/deps.js';
 import { logSources } from '../server/log-sources.js';
 import { walkKubepods } from '../sources/cgroup/cgroups.js';
@@ -7,13 +6,13 @@ import { runtimeIndex } from '../sources/cgroup/names.js';
 import { measureThrottling } from '../sources/cgroup/throttling.js';
 import { readRecords, requireV2 } from '../sources/cgroup/view.js';
 import { cniDirsFromRuntimeInfo, readCniState } from '../sources/cni/cni.js';
+import { noCriSocket } from '../sources/cri/errors.js';
 import { nodeHealth } from '../sources/node/health.js';
 import { THRESHOLDS } from './thresholds.js';
 import type { TriageSources } from './snapshot.js';
 
 export function triageSources(deps: AppDeps): TriageSources {
-  const noCri = () =>
-    unavailable(`no CRI socket configured or found under ${deps.config.hostRoot} (looked for run/containerd/containerd.sock, run/crio/crio.sock); pass --cri-endpoint`);
+  const noCri = () => noCriSocket(deps.config.hostRoot);
   return {
     nodeName: deps.config.nodeName,
     criEndpoint: deps.config.criEndpoint,

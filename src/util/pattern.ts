@@ -3,7 +3,7 @@
  * matched in linear time with RE2 syntax (re2js, a pure-JS port of RE2).
  *
  * It lives in util/ because two sources use it (kmsg and the /var/log file
- * reader); it knows nothing of HTTP beyond throwing the Problem helpers.
+ * reader); it knows nothing of HTTP: refusals are SourceErrors (bad_parameter, busy).
  *
  * Why a worker thread: RE2 semantics make a match linear in the text, but
  * re2js's constant is not small. Measured on this 2-core machine, a hostile
@@ -23,7 +23,7 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { badRequest, tooMany } from '../errors.js';
+import { badParameter, SourceError } from '../sources/errors.js';
 
 export const PATTERN_LIMITS = {
   /** characters of a pattern */
@@ -40,7 +40,7 @@ export const PATTERN_LIMITS = {
   compileMs: 2_000,
   /** worker threads (the machine has 2 cores) */
   workers: 2,
-  /** jobs waiting for a worker before new ones are refused with 429 */
+  /** jobs waiting for a worker before new ones are refused as busy (429) */
   maxQueued: 64,
 } as const;
 
@@ -83,20 +83,20 @@ const CASE_INSENSITIVE = 1;
 /**
  * Compile a user pattern: length bound, smart case, RE2 syntax. Unsupported
  * constructs (backreferences, lookaround, possessive and atomic groups) are a
- * 400 naming the construct and saying the syntax is RE2.
+ * bad_parameter naming the construct and saying the syntax is RE2.
  */
 export async function compileUserPattern(p: string, param = 'pattern'): Promise<UserPattern> {
-  if (p.length > PATTERN_LIMITS.maxLength) throw badRequest(`${param}: longer than ${PATTERN_LIMITS.maxLength} characters`, { param });
-  if (p.includes('\0')) throw badRequest(`${param}: NUL is not allowed`, { param });
+  if (p.length > PATTERN_LIMITS.maxLength) throw badParameter(param, `${param}: longer than ${PATTERN_LIMITS.maxLength} characters`);
+  if (p.includes('\0')) throw badParameter(param, `${param}: NUL is not allowed`);
   const caseInsensitive = !hasCapitalOutsideEscapes(p);
   const flags = caseInsensitive ? CASE_INSENSITIVE : 0;
   const r = await pool.run({ op: 'compile', source: p, flags }, PATTERN_LIMITS.compileMs);
-  if (r.kind === 'timeout') throw badRequest(`${param}: too complex to compile within ${PATTERN_LIMITS.compileMs} ms (lower the counted repetitions {n,m})`, { param });
-  if (r.kind === 'aborted') throw badRequest(`${param}: compile was interrupted`, { param });
+  if (r.kind === 'timeout') throw badParameter(param, `${param}: too complex to compile within ${PATTERN_LIMITS.compileMs} ms (lower the counted repetitions {n,m})`);
+  if (r.kind === 'aborted') throw badParameter(param, `${param}: compile was interrupted`);
   if (r.reply.error !== undefined) {
     const what = unsupportedConstruct(p);
     const detail = what ? `${what} not supported: ${RE2_SYNTAX}` : `${r.reply.error}; ${RE2_SYNTAX}`;
-    throw badRequest(`${param}: ${detail}`, { param });
+    throw badParameter(param, `${param}: ${detail}`);
   }
   const programSize = r.reply.programSize ?? 0;
   const self: UserPattern = {
@@ -157,7 +157,7 @@ export function hasCapitalOutsideEscapes(p: string): boolean {
   return false;
 }
 
-/** Name what RE2 does not support, for the 400's detail; null when it is some other syntax error. */
+/** Name what RE2 does not support, for the refusal's detail; null when it is some other syntax error. */
 export function unsupportedConstruct(p: string): string | null {
   const checks: Array<[RegExp, string]> = [
     [/\\[1-9]|\\k[<{']|\\g\{?-?\d/, 'backreferences (\\1, \\k<name>) are'],
@@ -327,7 +327,7 @@ class PatternPool {
         this.live++;
         return this.spawn();
       }
-      if (this.waiting.length >= PATTERN_LIMITS.maxQueued) throw tooMany(`pattern: ${this.waiting.length} searches are already waiting for a matcher; retry later`);
+      if (this.waiting.length >= PATTERN_LIMITS.maxQueued) throw new SourceError('busy', `pattern: ${this.waiting.length} searches are already waiting for a matcher; retry later`, { retryAfterSeconds: 1 });
       const ok = await new Promise<boolean>((resolve) => {
         const wake = () => {
           signal?.removeEventListener('abort', onAbort);

@@ -1,6 +1,23 @@
 import { isProblem } from '../../src/errors.js';
+import { statusOf } from '../../src/server/problem-types.js';
+import { isSourceError, type SourceErrorCode } from '../../src/sources/errors.js';
 
-/** Assert that a promise rejects with a Problem of this status (and message pattern). */
+/** The HTTP status an error answers with: a Problem's own, a SourceError's through the code table. */
+const statusOfError = (err: unknown): number | null => (isProblem(err) ? err.status : isSourceError(err) ? statusOf(err) : null);
+
+const describe = (err: unknown): string =>
+  isSourceError(err) ? `${err.code} → ${statusOf(err)} ${err.message}` : isProblem(err) ? `${err.status} ${err.message}` : String(err);
+
+async function rejection(p: Promise<unknown> | (() => unknown)): Promise<{ err: unknown } | null> {
+  try {
+    await (typeof p === 'function' ? p() : p);
+    return null;
+  } catch (err) {
+    return { err };
+  }
+}
+
+/** Assert that a promise rejects with a Problem or SourceError answering this status (and message pattern). */
 export async function rejectsStatus(
   t: { ok: (v: unknown, m: string) => unknown },
   p: Promise<unknown> | (() => unknown),
@@ -8,10 +25,20 @@ export async function rejectsStatus(
   msg?: RegExp,
   name = `→ ${status}`,
 ): Promise<void> {
-  try {
-    await (typeof p === 'function' ? p() : p);
-    t.ok(false, `${name}: resolved, expected ${status}`);
-  } catch (err) {
-    t.ok(isProblem(err) && err.status === status && (!msg || msg.test(err.message)), `${name} (${isProblem(err) ? `${err.status} ${err.message}` : String(err)})`);
-  }
+  const r = await rejection(p);
+  if (!r) return void t.ok(false, `${name}: resolved, expected ${status}`);
+  t.ok(statusOfError(r.err) === status && (!msg || msg.test((r.err as Error).message)), `${name} (${describe(r.err)})`);
+}
+
+/** Assert that a promise rejects with a SourceError of this code (and message pattern). */
+export async function rejectsCode(
+  t: { ok: (v: unknown, m: string) => unknown },
+  p: Promise<unknown> | (() => unknown),
+  code: SourceErrorCode,
+  msg?: RegExp,
+  name = `→ ${code}`,
+): Promise<void> {
+  const r = await rejection(p);
+  if (!r) return void t.ok(false, `${name}: resolved, expected ${code}`);
+  t.ok(isSourceError(r.err, code) && (!msg || msg.test(r.err.message)), `${name} (${describe(r.err)})`);
 }

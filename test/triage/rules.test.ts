@@ -88,9 +88,9 @@ t.test('a healthy node: no findings, verdict ok, exit 0', async (t) => {
 
 t.test('runtime unreachable (socket missing): critical, with the call and the error', async (t) => {
   const s = healthySnapshot();
-  s.runtime = failed('runtime unreachable at /run/containerd/containerd.sock: connect ENOENT /run/containerd/containerd.sock', 503);
-  s.pods = failed('runtime unreachable at /run/containerd/containerd.sock: connect ENOENT /run/containerd/containerd.sock', 503);
-  s.containers = failed('runtime unreachable at /run/containerd/containerd.sock: connect ENOENT /run/containerd/containerd.sock', 503);
+  s.runtime = failed('runtime unreachable at /run/containerd/containerd.sock: connect ENOENT /run/containerd/containerd.sock', 'runtime_unreachable');
+  s.pods = failed('runtime unreachable at /run/containerd/containerd.sock: connect ENOENT /run/containerd/containerd.sock', 'runtime_unreachable');
+  s.containers = failed('runtime unreachable at /run/containerd/containerd.sock: connect ENOENT /run/containerd/containerd.sock', 'runtime_unreachable');
   const f = findings(s);
   t.same(ids(f), ['runtime-unreachable'], 'pods/containers failing for the same reason are not extra findings');
   t.equal(f[0]!.severity, 'critical');
@@ -103,7 +103,7 @@ t.test('runtime unreachable (socket missing): critical, with the call and the er
 
 t.test('runtime not answering (deadline): a different finding and hint', async (t) => {
   const s = healthySnapshot();
-  s.runtime = failed('runtime did not answer within 2s (Version on /run/containerd/containerd.sock)', 504);
+  s.runtime = failed('runtime did not answer within 2s (Version on /run/containerd/containerd.sock)', 'runtime_timeout');
   const f = findings(s);
   t.equal(f[0]!.id, 'runtime-not-answering');
   t.match(f[0]!.hint, /wedged/);
@@ -112,7 +112,7 @@ t.test('runtime not answering (deadline): a different finding and hint', async (
 t.test('no CRI socket at all', async (t) => {
   const s = healthySnapshot();
   s.criEndpoint = null;
-  s.runtime = failed('no CRI socket configured or found under /host (looked for run/containerd/containerd.sock, run/crio/crio.sock); pass --cri-endpoint');
+  s.runtime = failed('no CRI socket configured or found under /host (looked for run/containerd/containerd.sock, run/crio/crio.sock); pass --cri-endpoint', 'runtime_unconfigured');
   const f = findings(s);
   t.equal(f[0]!.id, 'runtime-unreachable');
   t.match(f[0]!.hint, /No CRI socket was found/);
@@ -417,11 +417,11 @@ t.test('kubelet journal phrases: hostile lines are matched in one pass, and only
 
 t.test('a failing source is a finding, not a crash; the other rules still run', async (t) => {
   const s = healthySnapshot();
-  s.cgroups = failed('cgroup v1: /sys/fs/cgroup is tmpfs with per-controller hierarchies; nodetruth reads cgroup v2 only (boot with systemd.unified_cgroup_hierarchy=1)', 501);
-  s.throttling = failed('cgroup v1: /sys/fs/cgroup is tmpfs with per-controller hierarchies; nodetruth reads cgroup v2 only (boot with systemd.unified_cgroup_hierarchy=1)', 501);
+  s.cgroups = failed('cgroup v1: /sys/fs/cgroup is tmpfs with per-controller hierarchies; nodetruth reads cgroup v2 only (boot with systemd.unified_cgroup_hierarchy=1)', 'cgroup_mode_unsupported');
+  s.throttling = failed('cgroup v1: /sys/fs/cgroup is tmpfs with per-controller hierarchies; nodetruth reads cgroup v2 only (boot with systemd.unified_cgroup_hierarchy=1)', 'cgroup_mode_unsupported');
   s.kubeletJournal = failed('no journalctl found: neither on the host nor bundled');
   s.oom = failed('kernel log unreadable: kmsg: cannot open the kernel log /host/dev/kmsg: EACCES');
-  s.host = failed('node health: no answer within 3000 ms', 504);
+  s.host = failed('node health: no answer within 3000 ms', 'source_timeout');
   s.containers = ok([row({ id: 'c'.repeat(64), name: 'x', podId: 'p', podUid: 'u', state: 'CONTAINER_CREATED', createdAt: iso(3600) })]);
   const r = buildReport(s);
   t.same(r.findings.map((f) => [f.id, f.severity]), [
@@ -443,7 +443,7 @@ t.test('a failing source is a finding, not a crash; the other rules still run', 
 
 t.test('the text report: severity, title, id, detail, evidence, next step', async (t) => {
   const s = healthySnapshot();
-  s.runtime = failed('runtime unreachable at /run/containerd/containerd.sock: connect ENOENT /run/containerd/containerd.sock', 503);
+  s.runtime = failed('runtime unreachable at /run/containerd/containerd.sock: connect ENOENT /run/containerd/containerd.sock', 'runtime_unreachable');
   const text = renderText(buildReport(s));
   t.match(text, /^nodetruth triage of node-a at 2026-11-29T19:45:00\.000Z: CRITICAL \(1 critical, 0 warning, 0 info\)\n/);
   t.match(text, /\nCRITICAL The container runtime is unreachable  \[runtime-unreachable\]\n {9}runtime unreachable at .*\n {9}cri Version, Status on unix:\/\/\/run\/containerd\/containerd.sock:\n {11}runtime unreachable .*\n {9}→ Nothing answers on the CRI socket/);

@@ -135,6 +135,21 @@ t.test('with the runtime gone: a critical finding, the cgroup and kernel rules s
   t.equal(r.sources.cgroups.ok, true);
 });
 
+// A slow runtime is a SourceError coded runtime_timeout; the rule matches that code (never an HTTP status)
+t.test('with the runtime slower than --cri-timeout: runtime-not-answering, not unreachable', async (t) => {
+  const slow = new FakeCriServer(capturedRuntime());
+  await slow.start();
+  slow.delayMs = 1500; // past the 300ms deadline; the fake answers late, as a wedged containerd would
+  const agent = await testApp(['--host-root', node.root, '--cri-endpoint', slow.endpoint, '--cri-timeout', '300ms', '--kmsg-path', kmsgPath, '--kubelet-healthz', healthz]);
+  t.teardown(async () => {
+    await agent.close();
+    await slow.stop();
+  });
+  const r = (await agent.app.inject({ method: 'GET', url: '/v1/triage?window=100ms' })).json();
+  t.match(r.findings[0], { id: 'runtime-not-answering', severity: 'critical', evidence: [{ source: 'cri', excerpt: /did not answer within 300ms/ }] });
+  t.equal(r.findings.filter((f: { id: string }) => f.id === 'runtime-unreachable').length, 0);
+});
+
 const node24 = path.join(REPO, 'node_modules/node/bin/node');
 t.test('nodetruth triage: text, --json, exit codes', { skip: existsSync(node24) ? false : 'node 24 not installed in node_modules' }, async (t) => {
   const run = async (args: string[]) => {

@@ -1,9 +1,12 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isProblem, Problem } from '../../errors.js';
+import { isSourceError } from '../../sources/errors.js';
+import { problemOf } from '../problem-types.js';
 
 /**
  * Every failure leaves as RFC 9457 application/problem+json: our own Problems,
+ * sources' SourceErrors (by their code, through server/problem-types.ts),
  * schema validation failures (400 with the reason), fastify's own 4xx errors,
  * unknown routes (404). Anything else is a bug: a 500 that says so without
  * leaking internals, and a log line with the stack.
@@ -11,7 +14,7 @@ import { isProblem, Problem } from '../../errors.js';
 export function installProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     const problem = toProblem(err);
-    if (problem.status >= 500 && !isProblem(err)) req.log.error({ err }, 'unhandled error');
+    if (problem.status >= 500 && !isProblem(err) && !isSourceError(err)) req.log.error({ err }, 'unhandled error');
     return sendProblem(req, reply, problem);
   });
   app.setNotFoundHandler((req, reply) =>
@@ -21,6 +24,7 @@ export function installProblemHandlers(app: FastifyInstance): void {
 
 function toProblem(err: FastifyError): Problem {
   if (isProblem(err)) return err;
+  if (isSourceError(err)) return problemOf(err);
   if (hasZodFastifySchemaValidationErrors(err)) {
     const where = err.validationContext ?? 'request';
     const reasons = err.validation.map((v) => {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { isProblem, notFound } from '../../errors.js';
+import { isSourceError, RUNTIME_DOWN, SourceError } from '../../sources/errors.js';
 import { runtimeIndex, namesFor } from '../../sources/cgroup/names.js';
 import { validateJournalQuery, validateFileQuery } from '../../sources/journal/query.js';
 import { readLogFile } from '../../sources/journal/file-log.js';
@@ -183,9 +183,9 @@ async function locate(deps: AppDeps, prefix: string): Promise<LogLocation> {
       const status = await deps.runtime.cri.containerStatus(row.id, false);
       if (status.logPath) return { containerId: row.id, logPath: status.logPath, attempt: status.attempt, via: 'runtime' };
     } catch (err) {
-      // 503/504: the runtime is down or wedged, exactly when logs matter; 404: removed, its links may remain
-      if (!isProblem(err) || ![404, 503, 504].includes(err.status)) throw err;
-      if (err.status === 404) {
+      // down or wedged: exactly when logs matter; not_found: removed, its links may remain
+      if (!isSourceError(err, 'not_found', ...RUNTIME_DOWN)) throw err;
+      if (err.code === 'not_found') {
         try {
           return await logSources(deps).podLogs.locateWithoutRuntime(prefix);
         } catch {
@@ -195,7 +195,7 @@ async function locate(deps: AppDeps, prefix: string): Promise<LogLocation> {
     }
   }
   return logSources(deps).podLogs.locateWithoutRuntime(prefix).catch((err: unknown) => {
-    if (isProblem(err) && err.status === 404 && !deps.runtime) throw notFound(`${err.message}; no CRI socket configured`);
+    if (isSourceError(err, 'not_found') && !deps.runtime) throw new SourceError('not_found', `${err.message}; no CRI socket configured`);
     throw err;
   });
 }

@@ -298,8 +298,3 @@ export async function readProcs(fs: HostFs, dir: ResolvedDir): Promise<number[] 
     .filter((l) => /^\d+$/.test(l))
     .map(Number);
 }
-
-/** cpu.stat alone, for throttling samples. */
-export async function readCpuStat(fs: HostFs, dir: ResolvedDir): Promise<string | null> {
-  return readInNoLink(fs, dir, 'cpu.stat', 4096);
-}

@@ -13,8 +13,7 @@
  * so the kubepods component is searched for, not assumed at the top.
  * Pure: no I/O.
  */
-export type QosClass = 'guaranteed' | 'burstable' | 'besteffort';
-export type CgroupDriver = 'systemd' | 'cgroupfs';
+import type { CgroupDriver, QosClass } from '../../model/cgroup.js';
 
 export interface KubepodsPath {
   driver: CgroupDriver;

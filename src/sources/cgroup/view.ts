@@ -1,20 +1,21 @@
 /**
- * The cgroup layer as the API presents it: v2 required (501 with the reason
- * otherwise), kubepods cgroups found, read, named from the runtime when it
+ * The cgroup layer as the API presents it: v2 required (cgroup_mode_unsupported
+ * with the reason otherwise), kubepods cgroups found, read, named from the runtime when it
  * answers, filtered, sorted, looked up by pod UID or container ID prefix.
  */
 import type { CgroupMode, CgroupRecord, KubeCgroup } from '../../model/cgroup.js';
-import { ambiguous, notFound, notImplemented } from '../../errors.js';
+import { SourceError } from '../errors.js';
+import { onlyMatch } from '../cri/ids.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { detectMode, type FoundCgroup, readMany, type StatFile, walkKubepods } from './cgroups.js';
 import { namesFor, type RuntimeIndex, type RuntimeJoin } from './names.js';
 
 export type CgroupSort = 'memory' | 'throttling' | 'oom';
 
-/** The mode, or a 501 Problem naming what was found instead of cgroup v2. */
+/** The mode, or cgroup_mode_unsupported naming what was found instead of cgroup v2. */
 export async function requireV2(fs: HostFs): Promise<CgroupMode> {
   const mode = await detectMode(fs);
-  if (mode.version !== 'v2') throw notImplemented(mode.reason ?? `cgroup ${mode.version}: nodetruth reads cgroup v2 only`);
+  if (mode.version !== 'v2') throw new SourceError('cgroup_mode_unsupported', mode.reason ?? `cgroup ${mode.version}: nodetruth reads cgroup v2 only`);
   return mode;
 }
 
@@ -57,24 +58,21 @@ export interface CgroupMatch {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const MAX_CANDIDATES = 20;
 
 /**
  * A pod UID (exact; API-server UUID or a static pod's 32 hex) or a container ID
- * (exact or unique prefix, as containerd resolves them). 404 when nothing matches,
- * 409 with the candidates when a prefix is ambiguous.
+ * (exact or unique prefix, as containerd resolves them). not_found when nothing
+ * matches, ambiguous_id with the candidates when a prefix is ambiguous.
  */
 export function matchCgroupId(all: readonly FoundCgroup[], id: string, join?: RuntimeJoin): CgroupMatch {
   const pods = all.filter((c) => c.kind === 'pod' && c.podUid === id);
   const containers = UUID.test(id) ? [] : all.filter((c) => c.kind === 'container' && c.containerId!.startsWith(id));
   const exact = containers.filter((c) => c.containerId === id);
   const hits = exact.length === 1 ? exact : [...pods, ...containers];
-  if (hits.length === 0) throw notFound(notFoundDetail(id, join));
-  if (hits.length > 1) {
-    const ids = hits.map((h) => h.containerId ?? h.podUid);
-    throw ambiguous(`${hits.length} cgroups match ${id}; give more characters`, ids.slice(0, MAX_CANDIDATES));
-  }
-  const hit = hits[0]!;
+  const hit = onlyMatch(hits, (h) => h.containerId ?? h.podUid, {
+    none: () => notFoundDetail(id, join),
+    many: (n) => `${n} cgroups match ${id}; give more characters`,
+  });
   if (hit.kind === 'pod') return { match: 'pod', cgroups: [hit, ...all.filter((c) => c.kind === 'container' && c.podUid === hit.podUid)] };
   const pod = all.find((c) => c.kind === 'pod' && c.podUid === hit.podUid && c.driver === hit.driver);
   return { match: 'container', cgroups: pod ? [hit, pod] : [hit] };

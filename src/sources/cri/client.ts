@@ -39,7 +39,7 @@ export interface PodSandboxFilter {
 
 /**
  * The runtime layer: one gRPC channel per CRI socket, a deadline on every call,
- * gRPC failures turned into Problems (503 unreachable, 504 not answering, 404).
+ * gRPC failures turned into SourceErrors (runtime_unreachable, runtime_timeout, not_found, ...).
  * Read-only by construction: the proto it loads has no mutating methods.
  */
 export class CriClient {

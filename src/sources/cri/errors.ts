@@ -1,24 +1,24 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { formatDuration } from '../../format.js';
-import { notFound, Problem, timedOut, unavailable } from '../../errors.js';
+import { SourceError } from '../errors.js';
 
 /**
  * gRPC failures as an on-call engineer should read them. The cause text of
  * UNAVAILABLE is grpc-js's "No connection established. Last error: Error:
  * connect ENOENT /run/..." — keep the errno part, drop the boilerplate.
  */
-export function mapCriError(err: ServiceError, method: string, socketPath: string, timeoutMs: number): Problem {
+export function mapCriError(err: ServiceError, method: string, socketPath: string, timeoutMs: number): SourceError {
   switch (err.code) {
     case status.UNAVAILABLE:
-      return unavailable(`runtime unreachable at ${socketPath}: ${unavailableCause(err.details)}`);
+      return new SourceError('runtime_unreachable', `runtime unreachable at ${socketPath}: ${unavailableCause(err.details)}`);
     case status.DEADLINE_EXCEEDED:
-      return timedOut(`runtime did not answer within ${formatDuration(timeoutMs)} (${method} on ${socketPath})`);
+      return new SourceError('runtime_timeout', `runtime did not answer within ${formatDuration(timeoutMs)} (${method} on ${socketPath})`);
     case status.NOT_FOUND:
-      return notFound(`runtime: ${err.details}`);
+      return new SourceError('not_found', `runtime: ${err.details}`);
     case status.UNIMPLEMENTED:
-      return new Problem(501, 'Not implemented', `runtime does not implement ${method}: ${err.details}`);
+      return new SourceError('runtime_unimplemented', `runtime does not implement ${method}: ${err.details}`);
     default:
-      return new Problem(502, 'Runtime error', `runtime ${method} failed: ${status[err.code] ?? err.code}: ${err.details}`);
+      return new SourceError('runtime_error', `runtime ${method} failed: ${status[err.code] ?? err.code}: ${err.details}`);
   }
 }
 
@@ -26,3 +26,10 @@ export function unavailableCause(details: string): string {
   const m = /Last error: (?:Error: )?(.*?)(?:\. Resolution note:.*)?$/.exec(details);
   return (m?.[1] ?? details).trim() || 'connection failed';
 }
+
+/** No CRI socket configured and none found under the host root. */
+export const noCriSocket = (hostRoot: string): SourceError =>
+  new SourceError(
+    'runtime_unconfigured',
+    `no CRI socket configured or found under ${hostRoot} (looked for run/containerd/containerd.sock, run/crio/crio.sock); pass --cri-endpoint`,
+  );

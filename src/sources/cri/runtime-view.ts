@@ -1,5 +1,5 @@
 import type { Container, ContainerStatus, PodSandbox } from '../../model/runtime.js';
-import { isProblem } from '../../errors.js';
+import { isSourceError, RUNTIME_DOWN } from '../errors.js';
 import { mapLimit, SingleFlight } from '../../util/concurrency.js';
 import type { CriClient } from './client.js';
 import { resolvePrefix } from './ids.js';
@@ -105,9 +105,9 @@ export class RuntimeView {
       return { status, error: null };
     } catch (err) {
       // Removed between the list and the status call: list it without status fields.
-      if (isProblem(err) && err.status === 404) return { status: null, error: null };
+      if (isSourceError(err, 'not_found')) return { status: null, error: null };
       // The runtime as a whole is down or wedged: that is the answer, not a per-row detail.
-      if (isProblem(err) && (err.status === 503 || err.status === 504)) throw err;
+      if (isSourceError(err, ...RUNTIME_DOWN)) throw err;
       // One container's status failed (a runtime error for it, a message we could not map):
       // the row stands on its list fields and says why the rest is missing.
       return { status: null, error: (err as Error).message };

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants, promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { badRequest, notFound, notImplemented, tooMany, unavailable } from '../../errors.js';
+import { badParameter, SourceError } from '../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { ExportParser } from './export-parser.js';
 import { JOURNAL_LIMITS } from './limits.js';
@@ -48,7 +48,7 @@ export async function resolveJournalctl(hostFs: HostFs, setting: string): Promis
     if (chroot) return { mode: 'host-chroot', file: chroot, args: [root, candidate, '--root=/'] };
   }
   const bundled = await findExecutable('journalctl');
-  if (!bundled) throw unavailable('no journalctl found: neither on the host nor bundled');
+  if (!bundled) throw new SourceError('source_unavailable', 'no journalctl found: neither on the host nor bundled');
   return { mode: 'bundled', file: bundled, args: [`--root=${root}`] };
 }
 
@@ -113,10 +113,10 @@ export class JournalSource {
     this.maxChildren = o.maxChildren ?? JOURNAL_LIMITS.maxChildren;
   }
 
-  /** Take one of the maxChildren slots (429 when none is free); the release is idempotent. */
+  /** Take one of the maxChildren slots (busy when none is free); the release is idempotent. */
   private slot(): () => void {
     if (this.bounded >= this.maxChildren) {
-      throw tooMany(`at most ${this.maxChildren} journal queries run at once; ${this.bounded} are running, retry shortly`);
+      throw new SourceError('busy', `at most ${this.maxChildren} journal queries run at once; ${this.bounded} are running, retry shortly`, { retryAfterSeconds: 1 });
     }
     this.bounded++;
     let done = false;
@@ -134,7 +134,7 @@ export class JournalSource {
     return this.command;
   }
 
-  /** Compile the pattern with the same journalctl (PCRE2) against no journal: "Bad pattern" → 400. */
+  /** Compile the pattern with the same journalctl (PCRE2) against no journal: "Bad pattern" → bad_parameter. */
   async checkPattern(pattern: string, signal?: AbortSignal): Promise<void> {
     const cmd = await this.resolve();
     const args = cmd.args.map((a) => (a.startsWith('--root=') ? '--root=/nonexistent-nodetruth' : a));
@@ -221,7 +221,7 @@ export class JournalSource {
   private spawn(file: string, argv: string[]): ChildProcess {
     const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: ENV });
     child.on('error', () => {}); // reported below or by exited()
-    if (child.pid === undefined) throw unavailable(`cannot run ${file}: not found or not executable`);
+    if (child.pid === undefined) throw new SourceError('source_unavailable', `cannot run ${file}: not found or not executable`);
     const pid = child.pid;
     this.live.add(pid);
     child.once('exit', () => this.live.delete(pid));
@@ -266,14 +266,14 @@ export class JournalSource {
   }
 }
 
-/** Resolve with the exit code (signals → 128+n); a spawn failure becomes a 503. */
+/** Resolve with the exit code (signals → 128+n); a spawn failure becomes source_unavailable. */
 function exited(child: ChildProcess): Promise<number> {
   if (child.exitCode !== null) return Promise.resolve(child.exitCode);
   if (child.signalCode !== null) return Promise.resolve(128);
   return new Promise((resolve, reject) => {
     child.once('exit', (code) => resolve(code ?? 128));
     child.once('error', (err: NodeJS.ErrnoException) => {
-      if (child.pid === undefined) reject(unavailable(`cannot run journalctl: ${err.code ?? err.message}`));
+      if (child.pid === undefined) reject(new SourceError('source_unavailable', `cannot run journalctl: ${err.code ?? err.message}`));
     });
   });
 }
@@ -298,13 +298,13 @@ const warningsOf = (stderr: string) =>
 /** Turn journalctl's complaints into the right HTTP meaning. */
 export function classifyStderr(stderr: string, code: number, q: { pattern: string | null; boot: number | null }): void {
   const bad = /^Bad pattern .*$/m.exec(stderr);
-  if (bad) throw badRequest(`pattern: ${bad[0]}`, { param: 'pattern' });
-  if (/without pattern matching support/i.test(stderr)) throw notImplemented('pattern: this journalctl was built without PCRE2 (--grep)');
+  if (bad) throw badParameter('pattern', `pattern: ${bad[0]}`);
+  if (/without pattern matching support/i.test(stderr)) throw new SourceError('source_unsupported', 'pattern: this journalctl was built without PCRE2 (--grep)');
   if (/specified boot .*not available|No such boot ID|Failed to look up boot/i.test(stderr)) {
-    throw notFound(`boot ${q.boot}: not in the journal`);
+    throw new SourceError('not_found', `boot ${q.boot}: not in the journal`);
   }
   if (code === 0) return;
   // --grep exits 1 when nothing matched; so does an empty journal ("No journal files were found.")
   if (code === 1 && (q.pattern !== null || /No journal files were found/.test(stderr) || stderr.trim() === '')) return;
-  throw unavailable(`journalctl exited with ${code}: ${warningsOf(stderr).join('; ') || 'no message'}`);
+  throw new SourceError('source_unavailable', `journalctl exited with ${code}: ${warningsOf(stderr).join('; ') || 'no message'}`);
 }

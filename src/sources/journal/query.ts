@@ -1,4 +1,4 @@
-import { badRequest } from '../../errors.js';
+import { badParameter } from '../errors.js';
 import { JOURNAL_LIMITS, PRIORITY, UNIT_NAME } from './limits.js';
 import { parseRfc3339Micros } from './time.js';
 
@@ -40,7 +40,7 @@ export type JournalQuery =
 /**
  * Validate as kubelet does (validateServices, nodeLogQuery.validate), with its
  * known bug fixed: an absent untilTime stays absent instead of being set to sinceTime.
- * Throws a 400 Problem naming the parameter.
+ * Throws bad_parameter naming the parameter.
  */
 export function validateJournalQuery(input: JournalQueryInput): JournalQuery {
   const files: string[] = [];
@@ -51,48 +51,46 @@ export function validateJournalQuery(input: JournalQueryInput): JournalQuery {
     else if (q.trim() !== '') units.push(validateUnit(q));
   }
   if (units.length > JOURNAL_LIMITS.maxServices) {
-    throw badRequest(`query: at most ${JOURNAL_LIMITS.maxServices} units, got ${units.length}`, { param: 'query' });
+    throw badParameter('query', `query: at most ${JOURNAL_LIMITS.maxServices} units, got ${units.length}`);
   }
   const tailLines = input.tailLines ?? null;
   if (tailLines !== null && (!Number.isInteger(tailLines) || tailLines < 0 || tailLines > JOURNAL_LIMITS.maxTailLines)) {
-    throw badRequest(`tailLines: must be an integer between 0 and ${JOURNAL_LIMITS.maxTailLines}`, { param: 'tailLines' });
+    throw badParameter('tailLines', `tailLines: must be an integer between 0 and ${JOURNAL_LIMITS.maxTailLines}`);
   }
   const pattern = input.pattern === undefined || input.pattern === '' ? null : validatePattern(input.pattern);
 
   if (files.length > 0) {
-    if (units.length > 0) throw badRequest('query: cannot specify a file and a unit', { param: 'query' });
-    if (files.length > 1) throw badRequest('query: cannot specify more than one file', { param: 'query' });
+    if (units.length > 0) throw badParameter('query', 'query: cannot specify a file and a unit');
+    if (files.length > 1) throw badParameter('query', 'query: cannot specify more than one file');
     for (const [name, v] of [
       ['sinceTime', input.sinceTime],
       ['untilTime', input.untilTime],
       ['boot', input.boot],
       ['priority', input.priority],
     ] as const) {
-      if (v !== undefined) throw badRequest(`${name}: not supported with a file query`, { param: name });
+      if (v !== undefined) throw badParameter(name, `${name}: not supported with a file query`);
     }
-    if (input.follow) throw badRequest('follow: not supported with a file query', { param: 'follow' });
+    if (input.follow) throw badParameter('follow', 'follow: not supported with a file query');
     return { kind: 'file', file: validateFileQuery(files[0]!), tailLines, pattern };
   }
 
   const sinceUs = time('sinceTime', input.sinceTime);
   const untilUs = time('untilTime', input.untilTime);
   if (sinceUs !== null && untilUs !== null && sinceUs > untilUs) {
-    throw badRequest('untilTime: must be after sinceTime', { param: 'untilTime' });
+    throw badParameter('untilTime', 'untilTime: must be after sinceTime');
   }
   const boot = input.boot ?? null;
   if (boot !== null && (!Number.isInteger(boot) || boot > 0 || boot < -100_000)) {
-    throw badRequest('boot: must be an integer less than 1 (0 is the current boot, -1 the one before)', { param: 'boot' });
+    throw badParameter('boot', 'boot: must be an integer less than 1 (0 is the current boot, -1 the one before)');
   }
   let priority: string | null = null;
   if (input.priority !== undefined) {
     if (!PRIORITY.test(input.priority)) {
-      throw badRequest('priority: expected a level 0-7 or emerg|alert|crit|err|warning|notice|info|debug, or a range FROM..TO', {
-        param: 'priority',
-      });
+      throw badParameter('priority', 'priority: expected a level 0-7 or emerg|alert|crit|err|warning|notice|info|debug, or a range FROM..TO');
     }
     priority = input.priority;
   }
-  if (input.follow && untilTime(input)) throw badRequest('untilTime: cannot follow up to a time', { param: 'untilTime' });
+  if (input.follow && untilTime(input)) throw badParameter('untilTime', 'untilTime: cannot follow up to a time');
   return { kind: 'journal', units, sinceUs, untilUs, tailLines, pattern, boot, priority, follow: Boolean(input.follow), matches: [] };
 }
 
@@ -100,12 +98,10 @@ const untilTime = (i: JournalQueryInput) => i.untilTime !== undefined;
 
 export function validateUnit(q: string): string {
   if (q.length > JOURNAL_LIMITS.maxServiceLength) {
-    throw badRequest(`query: unit name longer than ${JOURNAL_LIMITS.maxServiceLength} characters`, { param: 'query' });
+    throw badParameter('query', `query: unit name longer than ${JOURNAL_LIMITS.maxServiceLength} characters`);
   }
   if (!UNIT_NAME.test(q) || q.includes('..') || q.endsWith('.')) {
-    throw badRequest(`query: ${JSON.stringify(q)} is not a unit name (letters, digits and -_.:@ only, not starting with - or .)`, {
-      param: 'query',
-    });
+    throw badParameter('query', `query: ${JSON.stringify(q)} is not a unit name (letters, digits and -_.:@ only, not starting with - or .)`);
   }
   return q;
 }
@@ -116,29 +112,29 @@ export function validateUnit(q: string): string {
  * and HostFs still resolves symlinks inside the host root.
  */
 export function validateFileQuery(q: string): string {
-  if (q.includes('\0') || q.includes('\\')) throw badRequest('query: invalid characters in file path', { param: 'query' });
+  if (q.includes('\0') || q.includes('\\')) throw badParameter('query', 'query: invalid characters in file path');
   const rel = q.replace(/^\/+/, '').replace(/^var\/log\/+/, '');
   const parts = rel.split('/');
-  if (parts.some((p) => p === '..')) throw badRequest('query: a file query may not contain ..', { param: 'query' });
-  if (rel === '' || parts.every((p) => p === '' || p === '.')) throw badRequest('query: empty file path', { param: 'query' });
-  if (q.length > 4096) throw badRequest('query: file path too long', { param: 'query' });
+  if (parts.some((p) => p === '..')) throw badParameter('query', 'query: a file query may not contain ..');
+  if (rel === '' || parts.every((p) => p === '' || p === '.')) throw badParameter('query', 'query: empty file path');
+  if (q.length > 4096) throw badParameter('query', 'query: file path too long');
   return parts.filter((p) => p !== '' && p !== '.').join('/');
 }
 
 export function validatePattern(p: string): string {
   if (p.length > JOURNAL_LIMITS.maxPatternLength) {
-    throw badRequest(`pattern: longer than ${JOURNAL_LIMITS.maxPatternLength} characters`, { param: 'pattern' });
+    throw badParameter('pattern', `pattern: longer than ${JOURNAL_LIMITS.maxPatternLength} characters`);
   }
-  if (p.includes('\0') || /[\n\r]/.test(p)) throw badRequest('pattern: control characters are not allowed', { param: 'pattern' });
+  if (p.includes('\0') || /[\n\r]/.test(p)) throw badParameter('pattern', 'pattern: control characters are not allowed');
   // Passed as one --grep=<pattern> argument, so it cannot become an option; a
   // leading dash is still refused as an unmistakable injection attempt.
-  if (p.startsWith('-')) throw badRequest('pattern: may not start with "-" (write [-] to match a literal dash)', { param: 'pattern' });
+  if (p.startsWith('-')) throw badParameter('pattern', 'pattern: may not start with "-" (write [-] to match a literal dash)');
   return p;
 }
 
 function time(name: string, v: string | undefined): number | null {
   if (v === undefined) return null;
   const us = parseRfc3339Micros(v);
-  if (us === null) throw badRequest(`${name}: expected RFC3339, e.g. 2026-11-29T17:42:28Z`, { param: name });
+  if (us === null) throw badParameter(name, `${name}: expected RFC3339, e.g. 2026-11-29T17:42:28Z`);
   return us;
 }

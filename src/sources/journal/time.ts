@@ -33,6 +33,3 @@ export function formatMicros(us: number): string {
   const micro = String(Math.floor(us) % 1_000_000).padStart(6, '0');
   return `${iso.slice(0, 19)}.${micro}Z`;
 }
-
-/** Nanosecond-precision RFC3339 (CRI log files) → µs; keeps the text for exact round trips elsewhere. */
-export const parseRfc3339NanoMicros = parseRfc3339Micros;

@@ -1,6 +1,6 @@
 import { constants, promises as fsp } from 'node:fs';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { unavailable } from '../../errors.js';
+import { SourceError } from '../errors.js';
 import { parseKmsgRecord, splitKmsgText, type KmsgRecord } from './parse.js';
 
 /** A record, or a marker that the ring buffer overwrote records we had not read (EPIPE). */
@@ -32,7 +32,7 @@ export class KmsgReader {
     try {
       fh = await fsp.open(p, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (err) {
-      throw unavailable(`cannot open the kernel log ${p}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      throw new SourceError('source_unavailable', `cannot open the kernel log ${p}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
     }
     const st = await fh.stat();
     return st.isCharacterDevice() ? new DeviceCursor(fh) : new FileCursor(fh);

@@ -1,14 +1,15 @@
 /**
  * The API server's view, through @kubernetes/client-node 2.x: the pods bound to
  * this node, and the two reviews --auth kubernetes needs. Every call has a
- * deadline; failures become Problems that say what went wrong (503: no access or
- * refused, 504: no answer in time). No route knowledge here.
+ * deadline; failures become SourceErrors that say what went wrong
+ * (no_cluster_access, api_server_unreachable, api_server_timeout, api_server_error).
+ * No route knowledge here.
  */
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as Client from '@kubernetes/client-node';
 import type { KubeConfig, V1Pod, V1SubjectAccessReview, V1TokenReview } from '@kubernetes/client-node';
-import { Problem, timedOut, unavailable } from '../../errors.js';
+import { SourceError } from '../errors.js';
 
 let clientModule: typeof Client | undefined;
 /**
@@ -158,7 +159,7 @@ export class KubeApi {
       cont = list.metadata?._continue || undefined;
       if (!cont) return pods;
     }
-    throw new Problem(502, 'Kubernetes API error', `list pods: more than ${MAX_PAGES * POD_PAGE} pods bound to ${nodeName}; refusing to page further`);
+    throw new SourceError('api_server_error', `list pods: more than ${MAX_PAGES * POD_PAGE} pods bound to ${nodeName}; refusing to page further`);
   }
 
   async tokenReview(token: string, audiences: string[]): Promise<TokenReviewResult> {
@@ -218,20 +219,20 @@ export class KubeApi {
     try {
       return await fn(options);
     } catch (err) {
-      throw this.toProblem(what, err, signal, secret);
+      throw this.toSourceError(what, err, signal, secret);
     }
   }
 
-  private toProblem(what: string, err: unknown, signal: AbortSignal, secret?: string): Problem {
-    if (signal.aborted) return timedOut(`Kubernetes API server ${this.server} did not answer ${what} within ${this.timeoutMs} ms`);
+  private toSourceError(what: string, err: unknown, signal: AbortSignal, secret?: string): SourceError {
+    if (signal.aborted) return new SourceError('api_server_timeout', `Kubernetes API server ${this.server} did not answer ${what} within ${this.timeoutMs} ms`);
     if (err instanceof kubeClient().ApiException) {
       const code = err.code;
       const status = statusMessage(err.body);
       const detail = scrub(`${what}: ${code}${status ? ` ${status}` : ''}`, secret);
-      if (code === 401 || code === 403) return unavailable(`Kubernetes API server ${this.server} refused nodetruth's credentials: ${detail}`);
-      return new Problem(502, 'Kubernetes API error', `Kubernetes API server ${this.server}: ${detail}`);
+      if (code === 401 || code === 403) return new SourceError('no_cluster_access', `Kubernetes API server ${this.server} refused nodetruth's credentials: ${detail}`);
+      return new SourceError('api_server_error', `Kubernetes API server ${this.server}: ${detail}`);
     }
-    return unavailable(scrub(`cannot reach the Kubernetes API server ${this.server} (${what}): ${causeOf(err)}`, secret));
+    return new SourceError('api_server_unreachable', scrub(`cannot reach the Kubernetes API server ${this.server} (${what}): ${causeOf(err)}`, secret));
   }
 }
 

@@ -1,6 +1,5 @@
-import type { MemoryEvents } from '../../model/cgroup.js';
+import type { MemoryEvents, QosClass } from '../../model/cgroup.js';
 import { type FoundCgroup, walkKubepods } from '../cgroup/cgroups.js';
-import type { QosClass } from '../cgroup/kubepods-path.js';
 import { parseMemoryEvents } from '../cgroup/parse.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { mapLimit } from '../../util/concurrency.js';

@@ -1,5 +1,6 @@
 import { type CgroupMemoryEvents, readMemoryEventsOfKubepods } from './memory-events.js';
-import { parseKubepodsPath, type QosClass } from '../cgroup/kubepods-path.js';
+import type { QosClass } from '../../model/cgroup.js';
+import { parseKubepodsPath } from '../cgroup/kubepods-path.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import type { JournalSource } from '../journal/journalctl.js';
 import { formatMicros } from '../journal/time.js';

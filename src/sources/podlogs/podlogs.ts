@@ -3,7 +3,8 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { createGunzip } from 'node:zlib';
-import { ambiguous, badRequest, isProblem, notFound } from '../../errors.js';
+import { badParameter, HOST_PATH_CODES, isSourceError, SourceError } from '../errors.js';
+import { onlyMatch, prefixMatches } from '../cri/ids.js';
 import { isHostPathError, type HostFs } from '../hostfs/hostfs.js';
 import { ForwardLines, LineJoiner, LineParts, MAX_HEADER_BYTES, MAX_LINE_BYTES, parseCriLine, ROTATED, type LogEntry, type RawLine, type Stream } from './cri-log.js';
 import { sleep } from '../../util/concurrency.js';
@@ -84,16 +85,18 @@ export class PodLogs {
   async locateWithoutRuntime(idPrefix: string): Promise<LogLocation> {
     const dir = await this.fs.dir('/var/log/containers');
     const entries = (await this.fs.readdir(dir)) ?? [];
-    const hits = new Map<string, string>();
+    const links = new Map<string, string>();
     for (const e of entries) {
       const m = CONTAINERS_LINK.exec(e.name);
-      if (m && m[4]!.startsWith(idPrefix)) hits.set(m[4]!, e.name);
+      if (m) links.set(m[4]!, e.name);
     }
-    if (hits.size === 0) throw notFound(`no container ${idPrefix} in /var/log/containers (the runtime did not answer, so only containers kubelet linked there can be found)`);
-    if (hits.size > 1) throw ambiguous(`container id prefix ${idPrefix} matches ${hits.size} log files`, [...hits.keys()]);
-    const [id, name] = [...hits.entries()][0]!;
+    const byId = ([id]: [string, string]) => id;
+    const [id, name] = onlyMatch(prefixMatches(links, idPrefix, byId), byId, {
+      none: () => `no container ${idPrefix} in /var/log/containers (the runtime did not answer, so only containers kubelet linked there can be found)`,
+      many: (n) => `container id prefix ${idPrefix} matches ${n} log files`,
+    });
     const link = await this.fs.readlink(`/var/log/containers/${name}`);
-    if (!link) throw notFound(`/var/log/containers/${name} is not a link`);
+    if (!link) throw new SourceError('not_found', `/var/log/containers/${name} is not a link`);
     const target = path.posix.resolve('/var/log/containers', link);
     return { containerId: id, logPath: target, attempt: attemptOf(target), via: 'var-log-containers' };
   }
@@ -116,8 +119,8 @@ export class PodLogs {
   /** The log file of the attempt before (kubelet names files <restartCount>.log). */
   previousPath(loc: LogLocation): string {
     const attempt = loc.attempt ?? attemptOf(loc.logPath);
-    if (attempt === null) throw badRequest(`previous: cannot tell the attempt from ${loc.logPath}`, { param: 'previous' });
-    if (attempt === 0) throw notFound(`previous: container ${loc.containerId.slice(0, 13)} has not restarted (attempt 0)`);
+    if (attempt === null) throw badParameter('previous', `previous: cannot tell the attempt from ${loc.logPath}`);
+    if (attempt === 0) throw new SourceError('not_found', `previous: container ${loc.containerId.slice(0, 13)} has not restarted (attempt 0)`);
     return path.posix.join(path.posix.dirname(loc.logPath), `${attempt - 1}.log`);
   }
 
@@ -135,7 +138,7 @@ export class PodLogs {
   /** Follow the live file by polling; handles rotation (the file replaced or truncated). */
   async *follow(logPath: string, q: PodLogQuery, signal: AbortSignal, pollMs = 250): AsyncGenerator<LogEntry, void, undefined> {
     const first = await this.openLog(logPath);
-    if (!first) throw notFound(`log file ${logPath} does not exist`);
+    if (!first) throw new SourceError('not_found', `log file ${logPath} does not exist`);
     let fh: fsp.FileHandle | null = first.fh;
     let ino = first.ino;
     const cap = this.lineCap(null);
@@ -222,7 +225,7 @@ export class PodLogs {
   private async readForward(logPath: string, q: PodLogQuery, liveEnd?: number): Promise<PodLogResult> {
     await this.files(logPath); // the same path checks as a tail
     const o = await this.openLog(logPath);
-    if (!o) throw notFound(`log file ${logPath} does not exist`);
+    if (!o) throw new SourceError('not_found', `log file ${logPath} does not exist`);
     const limit = q.limitBytes ?? this.limits.defaultLimitBytes;
     const cap = this.lineCap(limit);
     const joiner = new LineJoiner(cap);
@@ -328,12 +331,12 @@ export class PodLogs {
         try {
           o = await this.openLog(f);
         } catch (err) {
-          if (live || !isProblem(err)) throw err;
+          if (live || !isSourceError(err)) throw err;
           warnings.push(`${path.posix.basename(f)} skipped: ${err.message}`);
           continue;
         }
         if (!o) {
-          if (live) throw notFound(`log file ${f} does not exist`);
+          if (live) throw new SourceError('not_found', `log file ${f} does not exist`);
           continue;
         }
         src = fileSource(o.fh);
@@ -376,7 +379,7 @@ export class PodLogs {
     try {
       o = await this.openLog(f);
     } catch (err) {
-      if (!isProblem(err)) throw err;
+      if (!isSourceError(err)) throw err;
       return { skip: `${name} skipped: ${err.message}`, stop: false };
     }
     if (!o) return { skip: `${name} vanished while reading`, stop: false };
@@ -410,7 +413,7 @@ export class PodLogs {
    * Open a pod log file for reading through HostFs.openFile: every component
    * resolved inside the host root without following a link out, the fd checked
    * by the kernel's name for it, and the file required to lie under the host's
-   * /var/log. A refusal is a 400 with its reason. null when it does not exist.
+   * /var/log. A refusal is a path_* SourceError with its reason. null when it does not exist.
    */
   private async openLog(hostPath: string): Promise<OpenLog | null> {
     assertUnderVarLog(hostPath);
@@ -418,7 +421,7 @@ export class PodLogs {
     try {
       fh = await this.fs.openFile(hostPath, { within: '/var/log' });
     } catch (err) {
-      if (isHostPathError(err)) throw badRequest(`refusing to read a container log: ${err.message}`, { reason: err.code });
+      if (isHostPathError(err)) throw new SourceError(HOST_PATH_CODES[err.code], `refusing to read a container log: ${err.message}`, { reason: err.code });
       throw err;
     }
     if (!fh) return null;
@@ -725,9 +728,9 @@ export function attemptOf(p: string): number | null {
 /** Container logs live under /var/log (kubelet's podLogsRootDirectory); anything else is refused. */
 function assertPodLogPath(p: string): void {
   assertUnderVarLog(p);
-  if (!path.posix.resolve('/', p).endsWith('.log')) throw badRequest(`refusing to read ${p}: container logs live under /var/log and end in .log`);
+  if (!path.posix.resolve('/', p).endsWith('.log')) throw new SourceError('path_outside_root', `refusing to read ${p}: container logs live under /var/log and end in .log`);
 }
 
 function assertUnderVarLog(p: string): void {
-  if (!path.posix.resolve('/', p).startsWith('/var/log/')) throw badRequest(`refusing to read ${p}: container logs live under /var/log and end in .log`);
+  if (!path.posix.resolve('/', p).startsWith('/var/log/')) throw new SourceError('path_outside_root', `refusing to read ${p}: container logs live under /var/log and end in .log`);
 }

@@ -5,7 +5,7 @@
  * node profile gives it) for them to match <host-root>/proc.
  */
 import type { NamespaceEntry } from '../../model/process.js';
-import { notFound, unreadable } from '../../errors.js';
+import { SourceError } from '../errors.js';
 import type { FoundCgroup } from '../cgroup/cgroups.js';
 import type { RuntimeIndex } from '../cgroup/names.js';
 import type { HostFs } from '../hostfs/hostfs.js';
@@ -77,11 +77,11 @@ async function readPidsSkipping(fs: HostFs, pids: readonly number[], opts: ReadP
   return rows.filter((p): p is ProcessRow => p !== null);
 }
 
-/** The pids of THE container asked about: a cgroup gone is 404, one that cannot be read says why (503). */
+/** The pids of THE container asked about: a cgroup gone is not_found, one that cannot be read says why (source_unreadable). */
 async function pidsOfTarget(fs: HostFs, c: FoundCgroup, warnings: string[]): Promise<number[]> {
   const r = await readPids(fs, c);
-  if (!r.ok && r.gone) throw notFound(`the cgroup of container ${c.containerId} vanished (the container exited)`);
-  if (!r.ok) throw unreadable(`cannot read the processes of container ${c.containerId}: ${r.reason}`);
+  if (!r.ok && r.gone) throw new SourceError('not_found', `the cgroup of container ${c.containerId} vanished (the container exited)`);
+  if (!r.ok) throw new SourceError('source_unreadable', `cannot read the processes of container ${c.containerId}: ${r.reason}`);
   if (r.bad > 0) warnings.push(`${c.path}/cgroup.procs: ${r.bad} line(s) that are no pid, skipped`);
   return r.pids;
 }
@@ -162,16 +162,16 @@ export async function findSandbox(
 export async function containerNamespaces(fs: HostFs, all: readonly FoundCgroup[], target: FoundCgroup, index: RuntimeIndex | null): Promise<ContainerNamespaces> {
   const warnings: string[] = [];
   const main = await mainOf(fs, await pidsOfTarget(fs, target, warnings), warnings);
-  if (!main) throw notFound(`container ${target.containerId} has no process in its cgroup (or it exited)`);
+  if (!main) throw new SourceError('not_found', `container ${target.containerId} has no process in its cgroup (or it exited)`);
   const sandbox = await findSandbox(fs, all, target, index, warnings);
   let items: NamespaceEntry[] | null;
   try {
     items = await classifyNamespaces(fs, main.pid, sandbox && sandbox.pid !== main.pid ? sandbox.pid : null);
   } catch (err) {
     // /proc/<pid>/ns of the main process, PID 1 or the sandbox is no directory of links (a loop, a file)
-    throw unreadable(`cannot read the namespaces of process ${main.pid} of container ${target.containerId}: ${errText(err)}`);
+    throw new SourceError('source_unreadable', `cannot read the namespaces of process ${main.pid} of container ${target.containerId}: ${errText(err)}`);
   }
-  if (!items) throw notFound(`process ${main.pid} of container ${target.containerId} exited`);
+  if (!items) throw new SourceError('not_found', `process ${main.pid} of container ${target.containerId} exited`);
   if (sandbox && sandbox.pid === main.pid) {
     // The sandbox itself: what is not the host's is the sandbox's by definition.
     for (const ns of items) {

@@ -11,7 +11,7 @@ export const runtimeRule: Rule = {
   run(s) {
     const endpoint = s.criEndpoint ?? '(none found)';
     if (!s.runtime.ok) {
-      const timeout = s.runtime.status === 504;
+      const timeout = s.runtime.code === 'runtime_timeout' || s.runtime.code === 'source_timeout';
       return [
         {
           id: timeout ? 'runtime-not-answering' : 'runtime-unreachable',

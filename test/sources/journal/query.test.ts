@@ -2,14 +2,14 @@ import t from 'tap';
 import { validateJournalQuery } from '../../../src/sources/journal/query.js';
 import { journalctlArgs } from '../../../src/sources/journal/journalctl.js';
 import { parseRfc3339Micros, formatMicros } from '../../../src/sources/journal/time.js';
-import { isProblem } from '../../../src/errors.js';
+import { isSourceError } from '../../../src/sources/errors.js';
 
 const bad = (t: { fail: (m: string) => unknown; ok: (v: unknown, m: string) => unknown }, input: Parameters<typeof validateJournalQuery>[0], param: string) => {
   try {
     validateJournalQuery(input);
     t.fail(`accepted ${JSON.stringify(input)}`);
   } catch (err) {
-    t.ok(isProblem(err) && err.status === 400 && (err.extra as { param?: string })?.param === param, `${JSON.stringify(input)} → 400 ${param}`);
+    t.ok(isSourceError(err, 'bad_parameter') && err.param === param, `${JSON.stringify(input)} → bad_parameter ${param}`);
   }
 };
 
