@@ -10,6 +10,7 @@ import { installAuth, installHostCheck } from './plugins/auth.js';
 import { installLoadShed } from './plugins/load-shed.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { installProblemHandlers } from './plugins/problems.js';
+import { installSharedBody } from './plugins/shared-body.js';
 import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
 import { driftRoutes } from './routes/drift.js';
@@ -81,6 +82,7 @@ export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null }
   installRequestDeadline(app, { timeoutMs: deps.config.requestTimeout, shutdown: deps.shutdown, shutdownGraceMs: SHUTDOWN_GRACE_MS });
   installAuditLog(app);
   installTextFormat(app);
+  installSharedBody(app); // after the text format: one render per answer object in flight
   installHostCheck(app, deps); // --auth none only; after the audit hook, so a refused Host is audited
   if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
