@@ -1,9 +1,10 @@
 #!/usr/bin/env node
-import { closeDeps, createDeps, createLogger } from './agent.js';
+import { createLogger } from './agent.js';
 import { ConfigError, flagHelp, loadConfig } from './config.js';
 import { captureMain, serveBundleMain, triageBundleMain, wantsBundle } from './bundle/cli.js';
 import { attachMain } from './launcher/attach.js';
 import { buildApp } from './server/app.js';
+import { closeSources, createSources } from './sources/index.js';
 import { triageMain } from './triage/cli.js';
 import { VERSION } from './version.js';
 
@@ -41,7 +42,7 @@ async function serve(argv: string[]): Promise<void> {
   const { config } = loadConfig(argv);
   const log = createLogger(config);
   const shutdown = new AbortController();
-  const deps = createDeps(config, log, shutdown.signal);
+  const sources = createSources(config, log);
   let app: Awaited<ReturnType<typeof buildApp>> | null = null;
   let stopping = false;
   const stop = async (signal: string) => {
@@ -50,7 +51,7 @@ async function serve(argv: string[]): Promise<void> {
     if (!app?.server.listening) {
       // still starting: nothing is served yet, so nothing to finish
       log.info({ signal }, 'shutting down before serving');
-      closeDeps(deps);
+      closeSources(sources);
       process.exit(0);
     }
     log.info({ signal }, 'shutting down: finishing in-flight requests');
@@ -67,7 +68,7 @@ async function serve(argv: string[]): Promise<void> {
     force.unref();
     await app.close();
     clearTimeout(cut);
-    closeDeps(deps);
+    closeSources(sources);
     log.info('stopped');
     // Every request has been answered or cut. What may still hold the loop is work
     // nobody waits for: a CRI call that grpc-js completes even after its channel is
@@ -80,7 +81,7 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
-  app = await buildApp(deps);
+  app = await buildApp(sources, { shutdown: shutdown.signal });
   await app.listen({ host: config.listen.host, port: config.listen.port });
   log.info({ hostRoot: config.hostRoot, criEndpoint: config.criEndpoint, auth: config.auth }, 'nodetruth serving');
 }

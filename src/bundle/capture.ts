@@ -32,8 +32,7 @@ import { createGzip } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { pack as tarPack, type Pack } from 'tar-stream';
 import { REDACTED, redactDeep, redactText } from '../redact.js';
-import type { AppDeps } from '../server/deps.js';
-import { logSources } from '../server/log-sources.js';
+import type { Sources } from '../sources/index.js';
 import { walkKubepods } from '../sources/cgroup/cgroups.js';
 import { ExportParser } from '../sources/journal/export-parser.js';
 import { VERSION } from '../version.js';
@@ -42,7 +41,7 @@ import { countRedacted, DEFAULT_MAX_BYTES, FORMAT_VERSION, MANIFEST_NAME, routeE
 export interface CaptureOptions {
   /** the real app over `deps` (buildApp), ready */
   app: FastifyInstance;
-  deps: AppDeps;
+  deps: Sources;
   /** journal since this many ms ago (--since, default 1h) */
   sinceMs?: number;
   /** --max-size: uncompressed archive bytes */
@@ -351,7 +350,7 @@ async function captureCri(ctx: Ctx): Promise<void> {
 
 /** Kernel log records, as the kmsg reader gives them, one JSON per line. */
 async function captureKmsg(ctx: Ctx): Promise<void> {
-  const kmsg = logSources(ctx.o.deps).kmsg;
+  const kmsg = ctx.o.deps.kmsg;
   let file = '<host-root>/dev/kmsg';
   try {
     file = await kmsg.path();
@@ -452,7 +451,7 @@ function exportEntry(entry: Map<string, string>): Buffer {
  * and written back entry by entry with values redacted, bounded in bytes and time.
  */
 async function captureJournal(ctx: Ctx, sinceMs: number): Promise<void> {
-  const journal = logSources(ctx.o.deps).journal;
+  const journal = ctx.o.deps.journal;
   const since = Math.floor((Date.now() - sinceMs) / 1000);
   const args = ['--no-pager', '--output=export', ...JOURNAL_UNITS.map((u) => `--unit=${u}`), `--since=@${since}`];
   let argv: string[] = ['journalctl', ...args];
@@ -526,7 +525,7 @@ async function runJournalctl(argv: string[], cap: number, signal: AbortSignal | 
 async function capturePodLogs(ctx: Ctx, logs: Map<string, string | null>): Promise<void> {
   aborted(ctx);
   const fs = ctx.o.deps.hostFs;
-  const podLogs = logSources(ctx.o.deps).podLogs;
+  const podLogs = ctx.o.deps.podLogs;
   const t0 = performance.now();
   const section: Section = { kind: 'podlog', name: 'container log tails', source: { file: '/var/log/pods' }, time: now(), ms: 0, bytes: 0, files: 0, redacted: 0, path: 'raw/podlogs/' };
   ctx.sections.push(section);

@@ -7,7 +7,8 @@
  */
 import { createWriteStream, unlinkSync } from 'node:fs';
 import pino from 'pino';
-import { closeDeps, createDeps, createLogger } from '../agent.js';
+import { createLogger } from '../agent.js';
+import { closeSources, createSources } from '../sources/index.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import type { TriageReport } from '../model/triage.js';
 import { buildApp } from '../server/app.js';
@@ -56,8 +57,8 @@ export async function captureMain(argv: string[], io = { stderr: process.stderr 
   const file = values['-o'] ?? values['--output'] ?? defaultBundleName(config.nodeName);
   const log = createLogger({ logLevel: process.env.NODETRUTH_LOG_LEVEL ? config.logLevel : 'warn' }, pino.destination({ fd: 2, sync: true }));
   const shutdown = new AbortController();
-  const deps = createDeps(config, log, shutdown.signal);
-  const app = await buildApp(deps, { tls: null });
+  const deps = createSources(config, log);
+  const app = await buildApp(deps, { shutdown: shutdown.signal, tls: null });
   try {
     await app.ready();
     // 'wx': an existing file is never overwritten
@@ -95,7 +96,7 @@ export async function captureMain(argv: string[], io = { stderr: process.stderr 
   } finally {
     shutdown.abort();
     await app.close();
-    closeDeps(deps);
+    closeSources(deps);
   }
 }
 
@@ -117,14 +118,14 @@ export async function serveBundleMain(argv: string[]): Promise<void> {
   const cfg: Config = { ...config, criEndpoint: null };
   const log = createLogger(cfg);
   const shutdown = new AbortController();
-  const deps = createDeps(cfg, log, shutdown.signal);
+  const deps = { ...createSources(cfg, log), shutdown: shutdown.signal };
   const app = await buildBundleApp(bundle, deps);
   const stop = async () => {
     shutdown.abort();
     const t = setTimeout(() => process.exit(0), 4000);
     t.unref();
     await app.close();
-    closeDeps(deps);
+    closeSources(deps);
   };
   process.once('SIGTERM', () => void stop());
   process.once('SIGINT', () => void stop());

@@ -16,7 +16,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { Problem } from '../errors.js';
 import { loadKubeClient } from '../sources/kube/api.js';
 import { VERSION } from '../version.js';
-import type { AppDeps } from '../server/deps.js';
+import type { AppDeps } from '../server/app.js';
 import { installAuditLog } from '../server/plugins/audit.js';
 import { installAuth, installHostCheck } from '../server/plugins/auth.js';
 import { installProblemHandlers, sendProblem } from '../server/plugins/problems.js';

@@ -8,18 +8,18 @@
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { DiskUse, KubeletHealth, PidUse } from '../model/node.js';
 import type { Container, PodSandbox, RuntimeStatus } from '../model/runtime.js';
-import { type StatFile, walkKubepods } from '../sources/cgroup/cgroups.js';
-import { runtimeIndex, type RuntimeIndex, type RuntimeLister } from '../sources/cgroup/names.js';
-import { readRecords, requireV2 } from '../sources/cgroup/view.js';
+import type { StatFile } from '../sources/cgroup/cgroups.js';
+import type { RuntimeIndex, RuntimeNameBook } from '../sources/cri/index.js';
+import type { Sources } from '../sources/index.js';
 import { diskUse, NODE_DISKS, pidUse } from '../sources/node/health.js';
 import { kubeletHealthz } from '../sources/node/kubelet.js';
-import { OomSource, type AttributedOomKill } from '../sources/oom/oom.js';
-import type { AppDeps } from '../server/deps.js';
-import { logSources } from '../server/log-sources.js';
+import type { AttributedOomKill } from '../sources/oom/oom.js';
 
 export interface RuntimeLists {
-  containers: Container[];
-  sandboxes: PodSandbox[];
+  containers: readonly Container[];
+  sandboxes: readonly PodSandbox[];
+  /** the same lists indexed, with their names */
+  index: RuntimeIndex;
 }
 
 /** The reads behind the metrics; tests replace any of them. */
@@ -28,11 +28,12 @@ export interface MetricsInputs {
   runtimeStatus(): Promise<RuntimeStatus | null>;
   runtimeLists(): Promise<RuntimeLists | null>;
   /**
-   * every kubepods cgroup, named from `index` when the runtime answered; the index
-   * comes as a promise so the tree can be walked while the runtime lists. The scrape
-   * passes null and names the series itself (labels.ts), so its reads never wait for it.
+   * The names series carry: those of `lists` when the runtime answered in this scrape, else those
+   * of the last successful list (a container ID's names never change: a slow runtime renames nothing)
    */
-  cgroups(index: Promise<RuntimeIndex | null>, warnings?: string[]): Promise<CgroupRecord[]>;
+  names(lists: RuntimeLists | null): RuntimeNameBook;
+  /** every kubepods cgroup, unnamed: labels.ts joins the names per series, so the files are read while the runtime lists */
+  cgroups(warnings?: string[]): Promise<CgroupRecord[]>;
   /** `warnings`: items skipped (an unreadable cgroup or node file); counted in nodetruth_scrape_skipped_items */
   pids(warnings?: string[]): Promise<PidUse>;
   disks(warnings?: string[]): Promise<DiskUse[]>;
@@ -80,35 +81,29 @@ export const METRIC_CGROUP_FILES: readonly StatFile[] = [
   'io.pressure',
 ];
 
-export function defaultInputs(deps: AppDeps): MetricsInputs {
-  // the agent's kernel log reader, without the journal: a scrape must stay fast
-  const oom = new OomSource(logSources(deps).kmsg, null, deps.hostFs);
+export function defaultInputs(s: Sources): MetricsInputs {
   return {
-    runtimeStatus: async () => (deps.cri ? deps.cri.status(false) : null),
+    runtimeStatus: async () => (s.cri ? s.cri.status(false) : null),
     runtimeLists: async () => {
-      if (!deps.cri) return null;
-      const [containers, sandboxes] = await Promise.all([deps.cri.listContainers(), deps.cri.listPodSandboxes()]);
-      return { containers, sandboxes };
+      if (!s.cri) return null;
+      // the lists every other reader shares in flight (sources/cri/index.ts)
+      const index = await s.index.index();
+      return { containers: index.containerList, sandboxes: index.sandboxList, index };
     },
-    cgroups: async (indexPromise, warnings) => {
-      const [, found, index] = await Promise.all([requireV2(deps.hostFs), walkKubepods(deps.hostFs, { warnings }), indexPromise]);
-      return readRecords(deps.hostFs, found, index, METRIC_CGROUP_FILES, warnings);
+    names: (lists) => (lists ? lists.index.names : s.index.names),
+    cgroups: async (warnings) => {
+      const r = await s.cgroups.records({ names: false, only: METRIC_CGROUP_FILES });
+      warnings?.push(...r.warnings);
+      return r.items;
     },
-    pids: (warnings) => pidUse(deps.hostFs, warnings),
-    disks: (warnings) => Promise.all(NODE_DISKS.map((p) => diskUse(deps.hostFs, p, warnings))),
-    kubelet: () => kubeletHealthz(deps.config.kubeletHealthz, DEFAULT_SOURCE_DEADLINES_MS.kubelet),
+    pids: (warnings) => pidUse(s.hostFs, warnings),
+    disks: (warnings) => Promise.all(NODE_DISKS.map((p) => diskUse(s.hostFs, p, warnings))),
+    kubelet: () => kubeletHealthz(s.config.kubeletHealthz, DEFAULT_SOURCE_DEADLINES_MS.kubelet),
     oomKills: async () => {
-      const r = await oom.kills();
+      // the kernel log ring alone: a scrape must stay fast
+      const r = await s.oomRing.kills();
       if (!r.sources.kmsg) throw new Error(r.warnings.join('; ') || 'kernel log unreadable');
       return r.kills;
     },
   };
-}
-
-/** The runtime lists as runtimeIndex (the cgroup source's name join) wants them. */
-export async function indexFrom(lists: RuntimeLists | null): Promise<RuntimeIndex | null> {
-  if (!lists) return null;
-  const lister: RuntimeLister = { listContainers: async () => lists.containers, listPodSandboxes: async () => lists.sandboxes };
-  const j = await runtimeIndex(lister, 1000);
-  return j.index;
 }

@@ -6,7 +6,7 @@
  */
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { Container, PodSandbox } from '../model/runtime.js';
-import { namesFor, type RuntimeIndex } from '../sources/cgroup/names.js';
+import { podOf, RuntimeNameBook } from '../sources/cri/index.js';
 
 /** prom-client's escaping (registry.js escapeString / escapeLabelValue): the rendered text stays byte-identical to it. */
 export const escapeText = (s: string): string => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');
@@ -27,9 +27,9 @@ export interface CgroupSeriesSet {
 }
 
 /** The records come unnamed (scrape.ts reads them while the runtime lists): the names are joined here, as readRecords would. */
-const containerLabelText = (rec: CgroupRecord, index: RuntimeIndex | null): string => {
-  const names = namesFor(rec, index);
-  const image = rec.containerId ? (index?.containers.get(rec.containerId)?.image ?? '') : '';
+const containerLabelText = (rec: CgroupRecord, book: RuntimeNameBook | null): string => {
+  const names = (book ?? RuntimeNameBook.EMPTY).of(rec);
+  const image = rec.containerId ? (book?.id(rec.containerId)?.image ?? '') : '';
   const container = rec.kind === 'pod' ? '' : names.sandbox ? 'POD' : (names.containerName ?? '');
   return (
     `namespace="${escapeLabel(names.podNamespace ?? '')}",pod="${escapeLabel(names.podName ?? '')}",container="${escapeLabel(container)}",` +
@@ -41,7 +41,7 @@ const containerLabelText = (rec: CgroupRecord, index: RuntimeIndex | null): stri
 const byPath = new Intl.Collator().compare;
 
 /** cgroups → series, capped at `max`: pods first, then containers in path order. */
-function buildSeries(records: readonly CgroupRecord[], index: RuntimeIndex | null, max: number): CgroupSeriesSet {
+function buildSeries(records: readonly CgroupRecord[], index: RuntimeNameBook | null, max: number): CgroupSeriesSet {
   const pods = records.filter((r) => r.kind === 'pod');
   const containers = records.filter((r) => r.kind === 'container').sort((a, b) => byPath(a.path, b.path));
   const kept = pods.concat(containers).slice(0, max);
@@ -52,8 +52,8 @@ function buildSeries(records: readonly CgroupRecord[], index: RuntimeIndex | nul
  * The series of one scrape's records. The renderer and the dropped-cgroups gauge both ask
  * for them: they are built (and the paths sorted) once per scrape, keyed on its records.
  */
-const memo = new WeakMap<readonly CgroupRecord[], { index: RuntimeIndex | null; max: number; out: CgroupSeriesSet }>();
-export function cgroupSeries(records: readonly CgroupRecord[], index: RuntimeIndex | null, max: number): CgroupSeriesSet {
+const memo = new WeakMap<readonly CgroupRecord[], { index: RuntimeNameBook | null; max: number; out: CgroupSeriesSet }>();
+export function cgroupSeries(records: readonly CgroupRecord[], index: RuntimeNameBook | null, max: number): CgroupSeriesSet {
   const hit = memo.get(records);
   if (hit && hit.index === index && hit.max === max) return hit.out;
   const out = buildSeries(records, index, max);
@@ -66,9 +66,6 @@ export function cgroupSeries(records: readonly CgroupRecord[], index: RuntimeInd
  * io.kubernetes.pod.* labels the kubelet puts on each container; "" when neither says.
  */
 export function podLabels(pod: PodSandbox | undefined, c: Container | undefined): { namespace: string; pod: string; pod_uid: string } {
-  return {
-    namespace: pod?.namespace ?? c?.labels['io.kubernetes.pod.namespace'] ?? '',
-    pod: pod?.name ?? c?.labels['io.kubernetes.pod.name'] ?? '',
-    pod_uid: pod?.uid ?? c?.labels['io.kubernetes.pod.uid'] ?? '',
-  };
+  const p = podOf(c, pod);
+  return { namespace: p.podNamespace ?? '', pod: p.podName ?? '', pod_uid: p.podUid ?? '' };
 }

@@ -5,22 +5,10 @@
  */
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { RuntimeStatus } from '../model/runtime.js';
-import type { RuntimeIndex } from '../sources/cgroup/names.js';
+import type { RuntimeNameBook } from '../sources/cri/index.js';
 import type { AttributedOomKill } from '../sources/oom/oom.js';
-import { indexFrom, type MetricsInputs, type MetricsSource, type RuntimeLists, type SourceDeadlines } from './inputs.js';
-
-class SourceTimeout extends Error {}
-
-const UNNAMED: Promise<RuntimeIndex | null> = Promise.resolve(null);
-
-function withDeadline<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new SourceTimeout(`${what}: no answer within ${ms} ms`)), ms);
-  });
-  p.catch(() => {}); // may settle after the deadline
-  return Promise.race([p, late]).finally(() => clearTimeout(timer));
-}
+import { withinDeadline } from '../util/deadline.js';
+import type { MetricsInputs, MetricsSource, RuntimeLists, SourceDeadlines } from './inputs.js';
 
 export interface Outcome {
   ok: boolean;
@@ -45,17 +33,10 @@ export class Scrape {
   private read<T>(key: ScrapeInput, source: MetricsSource, fn: () => Promise<T>): Promise<T | null> {
     let p = this.memo.get(key) as Promise<T | null> | undefined;
     if (!p) {
-      const t0 = performance.now();
-      p = withDeadline(fn(), this.deadlines[source], source).then(
-        (v) => {
-          this.record(source, { ok: true, seconds: (performance.now() - t0) / 1000, error: null });
-          return v;
-        },
-        (err: Error) => {
-          this.record(source, { ok: false, seconds: (performance.now() - t0) / 1000, error: err.message });
-          return null;
-        },
-      );
+      p = withinDeadline(fn, this.deadlines[source], source).then((o) => {
+        this.record(source, { ok: o.ok, seconds: o.ms / 1000, error: o.ok ? null : o.error });
+        return o.ok ? o.value : null;
+      });
       this.memo.set(key, p);
     }
     return p;
@@ -68,7 +49,8 @@ export class Scrape {
 
   status = () => this.read<RuntimeStatus | null>('status', 'runtime', () => this.inputs.runtimeStatus());
   lists = () => this.read<RuntimeLists | null>('lists', 'runtime', () => this.inputs.runtimeLists());
-  index = () => this.read<RuntimeIndex | null>('index', 'runtime', async () => indexFrom(await this.lists()));
+  /** this scrape's lists' names, or the last successful list's when the runtime is late: series keep their names */
+  index = () => this.read<RuntimeNameBook>('index', 'runtime', async () => this.inputs.names(await this.lists()));
   /** `fn` with a warnings list; what it skipped is counted under `source` */
   private counted<T>(source: MetricsSource, fn: (warnings: string[]) => Promise<T>): () => Promise<T> {
     return async () => {
@@ -83,7 +65,7 @@ export class Scrape {
 
   // read unnamed: labels.ts joins each series' names from index() itself, so the cgroup reads
   // start at once instead of after the runtime's lists (~50 ms of 1,000 containers over gRPC)
-  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', this.counted('cgroups', (w) => this.inputs.cgroups(UNNAMED, w)));
+  cgroups = () => this.read<CgroupRecord[]>('cgroups', 'cgroups', this.counted('cgroups', (w) => this.inputs.cgroups(w)));
   pids = () => this.read('pids', 'node', this.counted('node', (w) => this.inputs.pids(w)));
   disks = () => this.read('disks', 'node', this.counted('node', (w) => this.inputs.disks(w)));
   kubelet = () => this.read('kubelet', 'kubelet', () => this.inputs.kubelet());

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { formatDuration } from '../format.js';
 import { tooMany } from '../errors.js';
-import type { AppDeps } from './deps.js';
+import type { AppDeps } from './app.js';
 import { exemptFromDeadline } from './request-signal.js';
 
 /** At most `max` follow streams at once, across every kind (journal, kernel, container logs). */

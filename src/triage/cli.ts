@@ -5,9 +5,10 @@
  * run (bad flags). Takes the same source flags as `serve`; logs go to stderr.
  */
 import pino from 'pino';
-import { closeDeps, createDeps, createLogger } from '../agent.js';
+import { createLogger } from '../agent.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { parseDuration } from '../format.js';
+import { closeSources, createSources } from '../sources/index.js';
+import { durationWithin, rangeText, TRIAGE_WINDOW } from '../validate.js';
 import { EXIT_CODES, renderText, triage } from './report.js';
 import { triageSources } from './sources.js';
 import { THRESHOLDS } from './thresholds.js';
@@ -33,8 +34,8 @@ export function splitWindow(argv: string[]): { argv: string[]; windowMs: number 
       out.push(a);
       continue;
     }
-    const ms = v === undefined ? null : parseDuration(v);
-    if (ms === null || ms < 100 || ms > 30_000) throw new ConfigError(`--window: expected a duration from 100ms to 30s, such as 2s, got ${JSON.stringify(v ?? '')}`);
+    const ms = v === undefined ? null : durationWithin(v, TRIAGE_WINDOW);
+    if (ms === null) throw new ConfigError(`--window: expected a duration ${rangeText(TRIAGE_WINDOW)}, got ${JSON.stringify(v ?? '')}`);
     windowMs = ms;
   }
   return { argv: out, windowMs };
@@ -53,15 +54,13 @@ export async function triageMain(args: string[], io: TriageIo = { stdout: proces
   const { config, booleans, windowMs } = parsed;
   // the report is stdout's; the agent's own log (warnings only by default) goes to stderr
   const log = createLogger({ logLevel: io.env.NODETRUTH_LOG_LEVEL ? config.logLevel : 'warn' }, pino.destination({ fd: 2, sync: true }));
-  const shutdown = new AbortController();
-  const deps = createDeps(config, log, shutdown.signal);
+  const sources = createSources(config, log);
   try {
-    const report = await triage(triageSources(deps), { windowMs });
+    const report = await triage(triageSources(sources), { windowMs });
     if (booleans.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(renderText(report, { color: Boolean(io.stdout.isTTY) && !io.env.NO_COLOR }));
     return EXIT_CODES[report.verdict];
   } finally {
-    shutdown.abort();
-    closeDeps(deps);
+    closeSources(sources);
   }
 }

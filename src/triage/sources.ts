@@ -1,52 +1,41 @@
 /** The triage snapshot's reads, from the agent's sources (no I/O of its own). */
-import type { AppDeps } from '../server/deps.js';
-import { logSources } from '../server/log-sources.js';
-import { walkKubepods } from '../sources/cgroup/cgroups.js';
-import { runtimeIndex } from '../sources/cgroup/names.js';
-import { measureThrottling } from '../sources/cgroup/throttling.js';
-import { readRecords, requireV2 } from '../sources/cgroup/view.js';
 import { cniDirsFromRuntimeInfo, readCniState } from '../sources/cni/cni.js';
 import { noCriSocket } from '../sources/cri/errors.js';
+import { requireRuntime, type Sources } from '../sources/index.js';
 import { nodeHealth } from '../sources/node/health.js';
 import { THRESHOLDS } from './thresholds.js';
 import type { TriageSources } from './snapshot.js';
 
-export function triageSources(deps: AppDeps): TriageSources {
-  const noCri = () => noCriSocket(deps.config.hostRoot);
+export function triageSources(s: Sources): TriageSources {
   return {
-    nodeName: deps.config.nodeName,
-    criEndpoint: deps.config.criEndpoint,
+    nodeName: s.config.nodeName,
+    criEndpoint: s.config.criEndpoint,
     async runtime() {
-      if (!deps.cri) throw noCri();
-      const [version, status] = await Promise.all([deps.cri.version(), deps.cri.status(true)]);
+      if (!s.cri) throw noCriSocket(s.config.hostRoot);
+      const [version, status] = await Promise.all([s.cri.version(), s.cri.status(true)]);
       return { version, status };
     },
-    async pods() {
-      if (!deps.runtime) throw noCri();
-      return deps.runtime.pods();
-    },
-    async containers() {
-      if (!deps.runtime) throw noCri();
-      return deps.runtime.containers();
-    },
+    pods: async () => requireRuntime(s).pods(),
+    containers: async () => requireRuntime(s).containers(),
     async cgroups(warnings) {
-      await requireV2(deps.hostFs);
-      const [found, join] = await Promise.all([walkKubepods(deps.hostFs, { warnings }), runtimeIndex(deps.cri, Math.min(deps.config.criTimeoutMs, 1000))]);
-      return readRecords(deps.hostFs, found, join.index, undefined, warnings);
+      const r = await s.cgroups.records();
+      warnings.push(...r.warnings);
+      return r.items;
     },
     async throttling(windowMs, signal, warnings) {
-      await requireV2(deps.hostFs);
-      return measureThrottling(deps.hostFs, windowMs, { signal, warnings });
+      const r = await s.cgroups.throttling(windowMs, { signal, names: false });
+      warnings.push(...r.warnings);
+      return r.report;
     },
-    host: (warnings) => nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz, warnings }),
-    cni: (info) => readCniState(deps.hostFs, cniDirsFromRuntimeInfo(info)),
+    host: (warnings) => nodeHealth(s.hostFs, { kubeletHealthzUrl: s.config.kubeletHealthz, warnings }),
+    cni: (info) => readCniState(s.hostFs, cniDirsFromRuntimeInfo(info)),
     async oom(signal) {
-      const r = await logSources(deps).oom.kills(signal);
+      const r = await s.oom.kills(signal);
       if (!r.sources.kmsg && !r.sources.journal) throw new Error(`kernel log unreadable: ${r.warnings.join('; ')}`);
       return { kills: r.kills, warnings: r.warnings };
     },
     async kubeletJournal(sinceUs, signal) {
-      const r = await logSources(deps).journal.query(
+      const r = await s.journal.query(
         {
           kind: 'journal',
           units: ['kubelet.service'],

@@ -14,7 +14,8 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import t from 'tap';
-import { closeDeps, createDeps, createLogger } from '../../src/agent.js';
+import { createLogger } from '../../src/agent.js';
+import { closeSources, createSources } from '../../src/sources/index.js';
 import { captureBundle } from '../../src/bundle/capture.js';
 import { readBundle } from '../../src/bundle/read.js';
 import { buildBundleApp } from '../../src/bundle/serve.js';
@@ -38,8 +39,8 @@ const sink = () => new Writable({ write: (_c, _e, cb) => cb() });
 const flags = ['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--node-name', 'fake-node'];
 const { config } = loadConfig(flags, {});
 const shutdown = new AbortController();
-const deps = createDeps(config, createLogger({ logLevel: 'silent' }, sink()), shutdown.signal);
-const live = await buildApp(deps, { tls: null });
+const deps = createSources(config, createLogger({ logLevel: 'silent' }, sink()));
+const live = await buildApp(deps, { shutdown: shutdown.signal, tls: null });
 // what the live agent answered, per URL, at capture time
 const seen = new Map<string, { status: number; contentType: string; body: Buffer }>();
 live.addHook('onSend', async (req, reply, payload) => {
@@ -53,11 +54,11 @@ const file = path.join(dir, 'fake.tar.gz');
 const manifest = await captureBundle({ app: live, deps, sinceMs: 3600_000 * 24 * 365 * 10, argv: ['nodetruth', 'capture'] }, createWriteStream(file));
 shutdown.abort();
 await live.close();
-closeDeps(deps);
+closeSources(deps);
 
 const bundle = await readBundle(file);
 const { config: bcfg } = loadConfig(['--node-name', 'elsewhere'], {});
-const bdeps = createDeps({ ...bcfg, criEndpoint: null }, createLogger({ logLevel: 'silent' }, sink()), new AbortController().signal);
+const bdeps = { ...createSources({ ...bcfg, criEndpoint: null }, createLogger({ logLevel: 'silent' }, sink())), shutdown: new AbortController().signal };
 const served = await buildBundleApp(bundle, bdeps);
 await served.ready();
 t.teardown(() => served.close());

@@ -1,11 +1,12 @@
 import { Writable } from 'node:stream';
-import { closeDeps, createDeps, createLogger } from '../../src/agent.js';
+import { createLogger } from '../../src/agent.js';
 import { loadConfig } from '../../src/config.js';
-import { buildApp, type App } from '../../src/server/app.js';
-import type { AppDeps } from '../../src/server/deps.js';
+import { buildApp, type App, type AppDeps } from '../../src/server/app.js';
+import { closeSources, createSources } from '../../src/sources/index.js';
 
 export interface TestApp {
   app: App;
+  /** the app's sources (src/sources/index.ts) and its shutdown signal */
   deps: AppDeps;
   /** Every log line the agent wrote, parsed (audit lines among them). */
   logs: Record<string, unknown>[];
@@ -27,8 +28,8 @@ export async function testApp(flags: string[], env: NodeJS.ProcessEnv = {}): Pro
   });
   const log = createLogger({ logLevel: 'info' }, sink);
   const shutdown = new AbortController();
-  const deps = createDeps(config, log, shutdown.signal);
-  const app = await buildApp(deps);
+  const deps: AppDeps = { ...createSources(config, log), shutdown: shutdown.signal };
+  const app = await buildApp(deps, { shutdown: shutdown.signal });
   await app.ready();
   return {
     app,
@@ -37,7 +38,7 @@ export async function testApp(flags: string[], env: NodeJS.ProcessEnv = {}): Pro
     async close() {
       shutdown.abort();
       await app.close();
-      closeDeps(deps);
+      closeSources(deps);
     },
   };
 }

@@ -2,7 +2,6 @@ import http from 'node:http';
 import { mkdirSync, writeFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import { logSources } from '../../src/server/log-sources.js';
 import { BOOTS } from '../fixtures/journal/gen.js';
 import { makeJournalHost } from '../fixtures/journal/host.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
@@ -138,7 +137,7 @@ function followOnce(url: string, headers: Record<string, string> = {}): Promise<
         return;
       }
       res.once('data', (d: Buffer) => {
-        const pids = [...logSources(ta.deps).journal.live];
+        const pids = [...ta.deps.journal.live];
         req.destroy();
         resolve({ status: 200, first: d.toString('utf8'), pids });
       });
@@ -171,9 +170,9 @@ t.test('follow: NDJSON and SSE, 100 disconnects leave no journalctl behind', asy
   }
   t.ok(pids.size >= 100, `${pids.size} journalctl children seen`);
   const deadline = Date.now() + 5000;
-  while (Date.now() < deadline && ([...pids].some(alive) || logSources(ta.deps).journal.live.size > 0)) await new Promise((r) => setTimeout(r, 20));
+  while (Date.now() < deadline && ([...pids].some(alive) || ta.deps.journal.live.size > 0)) await new Promise((r) => setTimeout(r, 20));
   t.same([...pids].filter(alive), [], 'every journalctl child is gone');
-  t.equal(logSources(ta.deps).journal.live.size, 0);
+  t.equal(ta.deps.journal.live.size, 0);
 });
 
 t.test('follow: at most --max-follows streams, across kinds; 429 beyond', async (t) => {

@@ -7,8 +7,8 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import type { Finding } from '../../src/model/triage.js';
-import { walkKubepods } from '../../src/sources/cgroup/cgroups.js';
-import { readRecords } from '../../src/sources/cgroup/view.js';
+import { CgroupSource } from '../../src/sources/cgroup/source.js';
+import { RuntimeIndexSource } from '../../src/sources/cri/index.js';
 import { HostFs } from '../../src/sources/hostfs/hostfs.js';
 import { splitKmsgText } from '../../src/sources/kmsg/parse.js';
 import { attribute } from '../../src/sources/oom/oom.js';
@@ -61,7 +61,9 @@ const ids = (fs: Finding[]) => fs.map((f) => f.id);
 const node = realNode('systemd');
 t.teardown(() => node.cleanup());
 const hostFs = new HostFs(node.root);
-const CGROUPS = await readRecords(hostFs, await walkKubepods(hostFs), null);
+/** the records as the agent reads them, unnamed (no runtime) */
+const records = async (fs: HostFs) => (await new CgroupSource(fs, new RuntimeIndexSource(null, 0)).records({ names: false })).items;
+const CGROUPS = await records(hostFs);
 
 // the two captured OOM kills, parsed from the kernel log; re-timed to 5 and 3 minutes ago
 const KILLS = parseOomReports(
@@ -304,7 +306,7 @@ t.test('working set above 90% of memory.max (fixture tree)', async (t) => {
   t.teardown(() => tree.cleanup());
   const fs = new HostFs(tree.root);
   const s = healthySnapshot();
-  s.cgroups = ok(await readRecords(fs, await walkKubepods(fs), null));
+  s.cgroups = ok(await records(fs));
   const f = findings(s).filter((x) => x.id !== 'oom-kill'); // the captured oom-child's memory.events
   t.same(ids(f), ['memory-near-limit']);
   t.match(f[0]!.title, /uses 95\.7% of its memory limit/);

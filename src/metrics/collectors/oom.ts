@@ -4,9 +4,8 @@
  * so kills are accumulated across scrapes, each counted once.
  */
 import { Counter } from 'prom-client';
-import type { RuntimeIndex } from '../../sources/cgroup/names.js';
+import type { RuntimeNameBook } from '../../sources/cri/index.js';
 import type { AttributedOomKill } from '../../sources/oom/oom.js';
-import { podLabels } from '../labels.js';
 import type { Collector } from '../registry.js';
 
 export const MAX_OOM_SERIES = 500;
@@ -19,18 +18,17 @@ export class OomCounter {
   private readonly counts = new Map<string, { labels: OomLabels; n: number }>();
   overflow = 0;
 
-  add(kills: readonly AttributedOomKill[], index: RuntimeIndex | null): void {
+  add(kills: readonly AttributedOomKill[], names: RuntimeNameBook | null): void {
     const current = new Set<string>();
     for (const k of kills) {
       const key = `${k.bootId ?? ''}/${k.evidence.firstSeq ?? k.monotonicUs ?? ''}/${k.pid}`;
       current.add(key);
       if (this.seen.has(key)) continue;
       this.seen.add(key);
-      const c = k.containerId ? index?.containers.get(k.containerId) : undefined;
-      const sandbox = k.containerId ? index?.sandboxes.get(k.containerId) : undefined;
-      const p = podLabels(k.podUid ? index?.podsByUid.get(k.podUid) : undefined, c);
+      // by the kernel's pod UID and container ID; names of the last list when the runtime is late
+      const n = k.podUid && names ? names.of({ podUid: k.podUid, containerId: k.containerId }) : null;
       // pod_uid from the kill itself: the kernel named the cgroup even when the runtime did not answer
-      const labels = { namespace: p.namespace, pod: p.pod, container: sandbox ? 'POD' : (c?.name ?? ''), pod_uid: k.podUid ?? '' };
+      const labels = { namespace: n?.podNamespace ?? '', pod: n?.podName ?? '', container: n?.sandbox ? 'POD' : (n?.containerName ?? ''), pod_uid: k.podUid ?? '' };
       const lk = JSON.stringify(labels);
       const e = this.counts.get(lk);
       if (e) e.n++;

@@ -25,7 +25,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from '../../errors.js';
 import type { AccessCheck } from '../../sources/kube/api.js';
 import { SingleFlight } from '../../util/concurrency.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../app.js';
 
 /** Routes answered without a token, by route pattern. */
 export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);

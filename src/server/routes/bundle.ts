@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { tooMany } from '../../errors.js';
 import { captureBundle } from '../../bundle/capture.js';
 import { DEFAULT_MAX_BYTES, defaultBundleName, parseSince, parseSize } from '../../bundle/format.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../app.js';
 import { exemptFromDeadline, requestSignal } from '../request-signal.js';
 import { query } from '../schemas.js';
 

@@ -1,15 +1,13 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { humanSize, parseDuration, shortId } from '../../format.js';
+import { humanSize, shortId } from '../../format.js';
 import { Problem, unavailable, unreadable } from '../../errors.js';
 import type { CgroupRecord, Limit } from '../../model/cgroup.js';
-import { walkKubepods } from '../../sources/cgroup/cgroups.js';
-import { runtimeIndex } from '../../sources/cgroup/names.js';
-import { measureThrottling, type ThrottlingEntry } from '../../sources/cgroup/throttling.js';
-import { matchCgroupId, readRecords, requireV2, sortRecords } from '../../sources/cgroup/view.js';
-import { SingleFlight } from '../../util/concurrency.js';
-import type { AppDeps } from '../deps.js';
-import { k8sNamespace, podUid, query } from '../schemas.js';
+import { type ThrottlingEntry } from '../../sources/cgroup/throttling.js';
+import { sortRecords } from '../../sources/cgroup/view.js';
+import { joinSummary } from '../../sources/cri/index.js';
+import type { AppDeps } from '../app.js';
+import { k8sNamespace, podUid, query, throttlingWindow } from '../schemas.js';
 
 /** A pod UID or a container ID (prefix): lowercase hex with the dashes of a UUID at most. */
 const cgroupId = z
@@ -20,22 +18,6 @@ const cgroupId = z
     /^(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{1,64})$/,
     'expected a pod UID (8-4-4-4-12 lowercase hex) or a container id or id prefix (lowercase hex)',
   );
-
-const windowParam = z
-  .string()
-  .max(16)
-  .default('5s')
-  .transform((s, ctx) => {
-    const ms = parseDuration(s);
-    if (ms === null || ms < 1000 || ms > 30_000) {
-      ctx.addIssue({ code: 'custom', message: `window must be a duration from 1s to 30s, such as 5s, got ${JSON.stringify(s)}` });
-      return z.NEVER;
-    }
-    return ms;
-  });
-
-/** Names come from the runtime only if it answers quickly; cgroups never wait for a wedged one. */
-export const namesDeadline = (deps: AppDeps) => Math.min(deps.config.criTimeoutMs, 1000);
 
 const limitText = (l: Limit | null) => (l === null ? '' : l === 'max' ? 'max' : humanSize(l));
 const pct = (x: number | null) => (x === null ? '' : `${(x * 100).toFixed(1)}%`);
@@ -84,8 +66,7 @@ function throttlingTable(b: { items: NamedThrottling[] }) {
 }
 
 export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const fs = deps.hostFs;
-  const listFlights = new SingleFlight();
+  const cgroups = deps.cgroups;
 
   app.get(
     '/v1/cgroups',
@@ -104,27 +85,13 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       config: { table: (b: { items: CgroupRecord[] }) => cgroupsTable(b.items) },
     },
     async (req) => {
-      const { format: _format, ...q } = req.query;
-      // concurrent identical requests share one walk and read (DESIGN.md); nothing is kept after
-      return listFlights.do(JSON.stringify(q), async () => {
-        const mode = await requireV2(fs);
-        // a cgroup that cannot be listed or read is skipped and named here; the rest stands
-        const warnings: string[] = [];
-        const [found, join] = await Promise.all([
-          walkKubepods(fs, q.podUid === undefined ? { warnings } : { podUid: q.podUid, warnings }),
-          runtimeIndex(deps.cri, namesDeadline(deps)),
-        ]);
-        if (q.namespace !== undefined && !join.joined) throw unavailable(`namespace filter needs the runtime: ${join.detail}`);
-        let items = await readRecords(fs, q.kind ? found.filter((c) => c.kind === q.kind) : found, join.index, undefined, warnings);
-        if (q.namespace !== undefined) items = items.filter((r) => r.podNamespace === q.namespace);
-        return {
-          cgroupVersion: mode.version,
-          drivers: mode.drivers,
-          runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail },
-          items: sortRecords(items, q.sort),
-          warnings,
-        };
-      });
+      const q = req.query;
+      // concurrent requests (of any filter) share one walk, read and runtime join (sources/cgroup/source.ts);
+      // a cgroup that cannot be listed or read is skipped and named in warnings, the rest stands
+      const { mode, join, items: all, warnings } = await cgroups.records(q.podUid === undefined ? {} : { podUid: q.podUid });
+      if (q.namespace !== undefined && !join.joined) throw unavailable(`namespace filter needs the runtime: ${join.detail}`);
+      const items = all.filter((r) => (!q.kind || r.kind === q.kind) && (q.namespace === undefined || r.podNamespace === q.namespace));
+      return { cgroupVersion: mode.version, drivers: mode.drivers, runtime: joinSummary(join), items: sortRecords(items, q.sort), warnings };
     },
   );
 
@@ -139,18 +106,16 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       config: { table: (b: { items: CgroupRecord[] }) => cgroupsTable(b.items) },
     },
     async (req) => {
-      await requireV2(fs);
-      const warnings: string[] = [];
-      const [all, join] = await Promise.all([walkKubepods(fs, { warnings }), runtimeIndex(deps.cri, namesDeadline(deps))]);
-      const m = matchCgroupId(all, req.params.id, join);
-      const items = await readRecords(fs, m.cgroups, join.index, undefined, warnings);
+      const m = await cgroups.match(req.params.id);
+      const { join, warnings } = m;
+      const items = await cgroups.read(m.cgroups, join.names, warnings);
       if (items[0]?.path !== m.cgroups[0]!.path) {
         // THE cgroup asked for: unreadable is an answer of its own (with the reason), not a 404 nor a 500
         const own = warnings.find((w) => w.startsWith(`cgroup ${m.cgroups[0]!.path}:`));
         if (own) throw unreadable(`cannot read the cgroup of ${req.params.id}: ${own}`);
         throw new Problem(404, 'Not found', `the cgroup of ${req.params.id} vanished while it was read`);
       }
-      return { match: m.match, runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail }, items, warnings };
+      return { match: m.match, runtime: joinSummary(join), items, warnings };
     },
   );
 
@@ -159,12 +124,11 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
     {
       schema: {
         summary: "Containers ranked by CPU throttling measured over a window: cpu.stat read twice, share of CFS periods throttled, seconds throttled, cpu.max quota in cores",
-        querystring: query({ window: windowParam, podUid: podUid.optional() }),
+        querystring: query({ window: throttlingWindow, podUid: podUid.optional() }),
       },
       config: { table: throttlingTable },
     },
     async (req, reply) => {
-      await requireV2(fs);
       // The response closing before it was written means the client went away: stop waiting.
       const gone = new AbortController();
       const onClose = () => {
@@ -173,17 +137,12 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       reply.raw.once('close', onClose);
       try {
         const signal = AbortSignal.any([gone.signal, deps.shutdown]);
-        const warnings: string[] = [];
-        const [report, join] = await Promise.all([
-          measureThrottling(fs, req.query.window, { ...(req.query.podUid ? { podUid: req.query.podUid } : {}), signal, warnings }),
-          runtimeIndex(deps.cri, namesDeadline(deps)),
-        ]);
+        const { report, join, warnings } = await cgroups.throttling(req.query.window, { ...(req.query.podUid ? { podUid: req.query.podUid } : {}), signal });
         const items = report.entries.map((e): NamedThrottling => {
-          const c = join.index?.containers.get(e.containerId!);
-          const s = join.index?.podsByUid.get(e.podUid);
-          return { ...e, podName: s?.name ?? null, podNamespace: s?.namespace ?? null, containerName: c?.name ?? null };
+          const n = join.names.of(e);
+          return { ...e, podName: n.podName, podNamespace: n.podNamespace, containerName: n.containerName };
         });
-        return { windowMs: report.windowMs, runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail }, items, warnings };
+        return { windowMs: report.windowMs, runtime: joinSummary(join), items, warnings };
       } catch (err) {
         if ((err as Error).name === 'AbortError') throw unavailable('measurement cancelled: the client went away or the agent is shutting down');
         throw err;

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { unavailable } from '../../errors.js';
 import { compareDrift, toApiPod, type DriftReport } from '../../sources/kube/drift.js';
-import { requireRuntime, type AppDeps } from '../deps.js';
+import type { AppDeps } from '../app.js';
+import { requireRuntime } from '../../sources/index.js';
 import { query } from '../schemas.js';
 import { shortId, stateWord } from '../../format.js';
 import { loadKubeClient, precheckKubeAccess } from '../../sources/kube/api.js';

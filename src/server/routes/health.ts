@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VERSION } from '../../version.js';
-import type { AppDeps, SourceReadiness } from '../deps.js';
+import type { SourceReadiness } from '../../sources/index.js';
+import { withinDeadline } from '../../util/deadline.js';
+import type { AppDeps } from '../app.js';
 import { query } from '../schemas.js';
 import { publicTlsInfo, type TlsMaterial } from '../tls.js';
 
@@ -29,7 +31,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; tls?: () => Tl
     },
     async () => {
       const entries = await Promise.all(
-        [...deps.readiness].map(async ([name, check]) => [name, await withTimeout(check())] as const),
+        [...deps.readiness].map(async ([name, check]) => [name, await withTimeout(check)] as const),
       );
       const sources = Object.fromEntries(entries);
       // the certificate this agent serves (it changes on every start when self-signed)
@@ -38,14 +40,7 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; tls?: () => Tl
   );
 };
 
-async function withTimeout(p: Promise<SourceReadiness>): Promise<SourceReadiness> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<SourceReadiness>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, detail: `no answer within ${CHECK_TIMEOUT_MS} ms` }), CHECK_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([p.catch((err: Error) => ({ ok: false, detail: err.message })), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+async function withTimeout(check: () => Promise<SourceReadiness>): Promise<SourceReadiness> {
+  const o = await withinDeadline(check, CHECK_TIMEOUT_MS, 'source');
+  return o.ok ? o.value : { ok: false, detail: o.timedOut ? `no answer within ${CHECK_TIMEOUT_MS} ms` : o.error };
 }

@@ -1,16 +1,15 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { isSourceError, RUNTIME_DOWN, SourceError } from '../../sources/errors.js';
-import { runtimeIndex, namesFor } from '../../sources/cgroup/names.js';
+import { joinSummary, RuntimeNameBook } from '../../sources/cri/index.js';
 import { validateJournalQuery, validateFileQuery } from '../../sources/journal/query.js';
 import { readLogFile } from '../../sources/journal/file-log.js';
 import { compileKernelPattern, MAX_KERNEL_TAIL } from '../../sources/kmsg/kernel-log.js';
 import { PODLOG_LIMITS, type LogLocation } from '../../sources/podlogs/podlogs.js';
 import { parseRfc3339Micros } from '../../sources/journal/time.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../app.js';
 import { followLimiter, sendFollow } from '../follow.js';
 import { requestSignal } from '../request-signal.js';
-import { logSources } from '../log-sources.js';
 import { badRequest } from '../../errors.js';
 import { idParams, query, repeated } from '../schemas.js';
 
@@ -28,7 +27,6 @@ const int = z
 const text = (max: number) => z.string().max(max).optional();
 
 export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  const src = () => logSources(deps);
 
   app.get(
     '/v1/logs',
@@ -56,12 +54,12 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       }
       if (!q.follow) {
         // the journalctl child ends with the request: killed and reaped when the client goes away
-        const r = await src().journal.query(q, requestSignal(req));
+        const r = await deps.journal.query(q, requestSignal(req));
         return { records: r.records, warnings: r.warnings, truncated: r.truncated, command: r.command };
       }
-      if (q.pattern !== null) await src().journal.checkPattern(q.pattern, requestSignal(req));
+      if (q.pattern !== null) await deps.journal.checkPattern(q.pattern, requestSignal(req));
       const release = followLimiter(deps).acquire();
-      return sendFollow(req, reply, deps, (signal) => src().journal.follow(q, signal), release);
+      return sendFollow(req, reply, deps, (signal) => deps.journal.follow(q, signal), release);
     },
   );
 
@@ -86,9 +84,9 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         throw badRequest(`tailLines: must be an integer between 0 and ${MAX_KERNEL_TAIL}`, { param: 'tailLines' });
       }
       const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, pattern: pattern ? await compileKernelPattern(pattern) : null };
-      if (!follow) return src().kernel.read(q, requestSignal(req));
+      if (!follow) return deps.kernel.read(q, requestSignal(req));
       const release = followLimiter(deps).acquire();
-      return sendFollow(req, reply, deps, (signal) => src().kernel.follow(q, signal), release, (i) => i.kind);
+      return sendFollow(req, reply, deps, (signal) => deps.kernel.follow(q, signal), release, (i) => i.kind);
     },
   );
 
@@ -107,24 +105,21 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       const signal = requestSignal(req);
       const eventWarnings: string[] = [];
       const [r, events, join] = await Promise.all([
-        src().oom.kills(signal),
-        src()
+        deps.oom.kills(signal),
+        deps
           .oom.memoryEvents(eventWarnings)
           .catch((err: Error) => ({ error: err.message })),
-        runtimeIndex(deps.cri, deps.config.criTimeoutMs),
+        deps.index.join(),
       ]);
-      const index = join.joined ? join.index : null;
-      const names = (podUid: string | null, containerId: string | null, qos: string | null) =>
-        podUid
-          ? namesFor({ kind: containerId ? 'container' : 'pod', path: '', driver: 'systemd', qos: (qos ?? 'burstable') as 'burstable', podUid, containerId, runtime: null }, index)
-          : { podName: null, podNamespace: null, containerName: null, sandbox: null };
+      // by the kernel's pod UID and container ID: the runtime's names, or the last list's when it is late
+      const names = (podUid: string | null, containerId: string | null) => (podUid ? join.names : RuntimeNameBook.EMPTY).of({ podUid: podUid ?? '', containerId });
       const warnings = [...r.warnings];
       if ('error' in events) warnings.push(`memory.events: ${events.error}`);
       warnings.push(...eventWarnings);
       return {
-        kills: r.kills.map((k) => ({ ...k, ...names(k.podUid, k.containerId, k.qos) })),
-        memoryEvents: 'error' in events ? [] : events.map((e) => ({ ...e, ...names(e.podUid, e.containerId, e.qos) })),
-        runtime: join.joined ? { joined: true } : { joined: false, detail: join.detail },
+        kills: r.kills.map((k) => ({ ...k, ...names(k.podUid, k.containerId) })),
+        memoryEvents: 'error' in events ? [] : events.map((e) => ({ ...e, ...names(e.podUid, e.containerId) })),
+        runtime: joinSummary(join),
         sources: r.sources,
         warnings,
       };
@@ -163,14 +158,14 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       if (q.sinceTime !== undefined && sinceUs === null) throw badRequest('sinceTime: expected RFC3339', { param: 'sinceTime' });
       if (q.follow && q.previous) throw badRequest('follow: cannot follow a previous attempt', { param: 'follow' });
       const loc = await locate(deps, req.params.id);
-      const file = q.previous ? logSources(deps).podLogs.previousPath(loc) : loc.logPath;
+      const file = q.previous ? deps.podLogs.previousPath(loc) : loc.logPath;
       const pq = { tailLines: q.tailLines ?? null, sinceUs, stream: q.stream ?? 'all', limitBytes: q.limitBytes ?? null, previous: Boolean(q.previous) } as const;
       if (!q.follow) {
-        const r = await logSources(deps).podLogs.read(file, pq);
+        const r = await deps.podLogs.read(file, pq);
         return { containerId: loc.containerId, via: loc.via, attempt: q.previous ? (loc.attempt ?? 1) - 1 : loc.attempt, timestamps: Boolean(q.timestamps), ...r };
       }
       const release = followLimiter(deps).acquire();
-      return sendFollow(req, reply, deps, (signal) => logSources(deps).podLogs.follow(file, pq, signal), release);
+      return sendFollow(req, reply, deps, (signal) => deps.podLogs.follow(file, pq, signal), release);
     },
   );
 };
@@ -187,14 +182,14 @@ async function locate(deps: AppDeps, prefix: string): Promise<LogLocation> {
       if (!isSourceError(err, 'not_found', ...RUNTIME_DOWN)) throw err;
       if (err.code === 'not_found') {
         try {
-          return await logSources(deps).podLogs.locateWithoutRuntime(prefix);
+          return await deps.podLogs.locateWithoutRuntime(prefix);
         } catch {
           throw err;
         }
       }
     }
   }
-  return logSources(deps).podLogs.locateWithoutRuntime(prefix).catch((err: unknown) => {
+  return deps.podLogs.locateWithoutRuntime(prefix).catch((err: unknown) => {
     if (isSourceError(err, 'not_found') && !deps.runtime) throw new SourceError('not_found', `${err.message}; no CRI socket configured`);
     throw err;
   });

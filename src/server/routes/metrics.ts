@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { defaultInputs, sourceDeadlines, type MetricsInputs } from '../../metrics/inputs.js';
 import type { NodeMetrics } from '../../metrics/node-metrics.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../app.js';
 
 type CriObserver = (method: string, code: string, seconds: number) => void;
 /** CRI calls observed before the first scrape, replayed into the histograms then (bounded). */

@@ -1,37 +1,23 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { NodeHealth } from '../../model/node.js';
 import { nodeHealth } from '../../sources/node/health.js';
-import type { AppDeps } from '../deps.js';
+import { withinDeadline } from '../../util/deadline.js';
+import type { AppDeps } from '../app.js';
 import { query } from '../schemas.js';
 import { humanSize } from '../../format.js';
-
-const RUNTIME_DEADLINE_MS = 1000;
 
 type RuntimeReadiness =
   | { reachable: true; ready: boolean; conditions: { type: string; status: boolean; reason: string; message: string }[] }
   | { reachable: false; ready: false; detail: string };
 
+/** CRI Status within the runtime's deadline: a wedged runtime is an answer here, not a wait. */
 async function runtimeReadiness(deps: AppDeps): Promise<RuntimeReadiness> {
-  if (!deps.cri) return { reachable: false, ready: false, detail: 'no CRI socket configured or found' };
-  const status = deps.cri.status(false);
-  status.catch(() => {});
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = Math.min(deps.config.criTimeoutMs, RUNTIME_DEADLINE_MS);
-  try {
-    const s = await Promise.race([
-      status,
-      new Promise<null>((resolve) => {
-        timer = setTimeout(() => resolve(null), deadline);
-      }),
-    ]);
-    if (!s) return { reachable: false, ready: false, detail: `runtime did not answer within ${deadline} ms` };
-    const ready = s.conditions.find((c) => c.type === 'RuntimeReady')?.status ?? false;
-    return { reachable: true, ready, conditions: s.conditions };
-  } catch (err) {
-    return { reachable: false, ready: false, detail: (err as Error).message };
-  } finally {
-    clearTimeout(timer);
-  }
+  const cri = deps.cri;
+  if (!cri) return { reachable: false, ready: false, detail: 'no CRI socket configured or found' };
+  const o = await withinDeadline(() => cri.status(false), deps.config.criTimeoutMs, 'runtime');
+  if (!o.ok) return { reachable: false, ready: false, detail: o.error };
+  const ready = o.value.conditions.find((c) => c.type === 'RuntimeReady')?.status ?? false;
+  return { reachable: true, ready, conditions: o.value.conditions };
 }
 
 function nodeTable(b: NodeHealth & { runtime: RuntimeReadiness }) {

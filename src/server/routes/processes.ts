@@ -1,14 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { NamespaceEntry, ProcessInfo } from '../../model/process.js';
-import { walkKubepods } from '../../sources/cgroup/cgroups.js';
-import { runtimeIndex } from '../../sources/cgroup/names.js';
-import { matchCgroupId, requireV2 } from '../../sources/cgroup/view.js';
 import { containerNamespaces, containerProcesses } from '../../sources/proc/containers.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../app.js';
 import { requestSignal } from '../request-signal.js';
 import { idParams, query } from '../schemas.js';
 import { humanSize } from '../../format.js';
-import { namesDeadline } from './cgroups.js';
 
 /** Processes and namespaces of a container, through its cgroup: works with the runtime down. */
 export const processRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -16,14 +12,8 @@ export const processRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
 
   /** The container cgroup for an id or unique prefix (pods are not candidates here). */
   async function containerCgroup(id: string, withNames: boolean) {
-    await requireV2(fs);
-    const [all, join] = await Promise.all([
-      walkKubepods(fs),
-      withNames ? runtimeIndex(deps.cri, namesDeadline(deps)) : Promise.resolve(undefined),
-    ]);
-    const containers = all.filter((c) => c.kind === 'container');
-    const target = matchCgroupId(containers, id, join).cgroups[0]!;
-    return { all, target, join };
+    const m = await deps.cgroups.match(id, { names: withNames, containersOnly: true });
+    return { all: m.found, target: m.cgroups[0]!, join: m.join };
   }
 
   app.get(
@@ -68,7 +58,7 @@ export const processRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
     },
     async (req) => {
       const { all, target, join } = await containerCgroup(req.params.id, true);
-      return containerNamespaces(fs, all, target, join?.index ?? null);
+      return containerNamespaces(fs, all, target, join.index);
     },
   );
 };

@@ -1,11 +1,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ContainerState, Image, ImageFsInfo, PodSandbox, RuntimeStatus, SandboxState } from '../../model/runtime.js';
-import { walkKubepods } from '../../sources/cgroup/cgroups.js';
-import { readRecords, requireV2 } from '../../sources/cgroup/view.js';
+import type { CgroupSource } from '../../sources/cgroup/source.js';
 import { statusWarnings, type ContainerRow } from '../../sources/cri/runtime-view.js';
-import type { HostFs } from '../../sources/hostfs/hostfs.js';
-import { requireRuntime, type AppDeps } from '../deps.js';
+import type { AppDeps } from '../app.js';
+import { requireRuntime } from '../../sources/index.js';
 import { idParams, k8sName, k8sNamespace, labelSelector, query } from '../schemas.js';
 import { ago, humanSize, shortId, stateWord } from '../../format.js';
 
@@ -90,7 +89,7 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
       const [detail, containers, cgroups] = await Promise.all([
         runtime.cri.podSandboxStatus(pod.id, true),
         runtime.containersOf(pod.id),
-        podCgroups(deps.hostFs, pod.uid),
+        podCgroups(deps.cgroups, pod.uid),
       ]);
       return { ...detail, containers, cgroups, warnings: statusWarnings(containers) };
     },
@@ -190,13 +189,13 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
  * The pod's cgroup and its containers' (pod first); an error text instead when cgroups cannot be read here.
  * One that cannot be listed or read is skipped and named in `warnings`, the others stand.
  */
-async function podCgroups(fs: HostFs, uid: string) {
-  const warnings: string[] = [];
+async function podCgroups(cgroups: CgroupSource, uid: string) {
   try {
-    await requireV2(fs);
-    return { items: await readRecords(fs, await walkKubepods(fs, { podUid: uid, warnings }), null, undefined, warnings), error: null, warnings };
+    // unnamed: the pod's names are the answer's own, from its sandbox
+    const { items, warnings } = await cgroups.records({ podUid: uid, names: false });
+    return { items, error: null, warnings };
   } catch (err) {
-    return { items: [], error: (err as Error).message, warnings };
+    return { items: [], error: (err as Error).message, warnings: [] };
   }
 }
 

@@ -5,7 +5,7 @@ import type { TriageReport } from '../../model/triage.js';
 import { renderText, triage } from '../../triage/report.js';
 import { triageSources } from '../../triage/sources.js';
 import { THRESHOLDS } from '../../triage/thresholds.js';
-import type { AppDeps } from '../deps.js';
+import type { AppDeps } from '../app.js';
 import { query } from '../schemas.js';
 
 const windowParam = z

@@ -1,14 +1,14 @@
 /**
- * The cgroup layer as the API presents it: v2 required (cgroup_mode_unsupported
- * with the reason otherwise), kubepods cgroups found, read, named from the runtime when it
- * answers, filtered, sorted, looked up by pod UID or container ID prefix.
+ * The cgroup layer's pure parts: v2 required (cgroup_mode_unsupported with the
+ * reason otherwise), records sorted, looked up by pod UID or container ID prefix.
+ * The pipeline that finds, reads and names them is source.ts.
  */
-import type { CgroupMode, CgroupRecord, KubeCgroup } from '../../model/cgroup.js';
+import type { CgroupMode, CgroupRecord } from '../../model/cgroup.js';
 import { SourceError } from '../errors.js';
 import { onlyMatch } from '../cri/ids.js';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { detectMode, type FoundCgroup, readMany, type StatFile, walkKubepods } from './cgroups.js';
-import { namesFor, type RuntimeIndex, type RuntimeJoin } from './names.js';
+import type { RuntimeJoin } from '../cri/index.js';
+import { detectMode, type FoundCgroup } from './cgroups.js';
 
 export type CgroupSort = 'memory' | 'throttling' | 'oom';
 
@@ -17,22 +17,6 @@ export async function requireV2(fs: HostFs): Promise<CgroupMode> {
   const mode = await detectMode(fs);
   if (mode.version !== 'v2') throw new SourceError('cgroup_mode_unsupported', mode.reason ?? `cgroup ${mode.version}: nodetruth reads cgroup v2 only`);
   return mode;
-}
-
-const strip = <C extends FoundCgroup>(c: C): KubeCgroup => {
-  const { dir: _dir, ...rest } = c;
-  return rest;
-};
-
-export async function readRecords(
-  fs: HostFs,
-  cgroups: readonly FoundCgroup[],
-  index: RuntimeIndex | null,
-  only?: readonly StatFile[],
-  warnings?: string[],
-): Promise<CgroupRecord[]> {
-  const read = await readMany(fs, cgroups, undefined, only, warnings);
-  return read.map(({ stats, ...c }) => ({ ...strip(c), ...namesFor(c, index), ...stats }));
 }
 
 /** Cumulative throttled share of periods since the cgroup was created. */
@@ -88,4 +72,3 @@ function notFoundDetail(id: string, join?: RuntimeJoin): string {
   return `${base}; a container's cgroup is removed when it exits, its pod's cgroup keeps the OOM counts`;
 }
 
-export { walkKubepods };

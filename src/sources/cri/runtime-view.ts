@@ -2,6 +2,7 @@ import type { Container, ContainerStatus, PodSandbox } from '../../model/runtime
 import { isSourceError, RUNTIME_DOWN } from '../errors.js';
 import { mapLimit, SingleFlight } from '../../util/concurrency.js';
 import type { CriClient } from './client.js';
+import type { RuntimeIndex, RuntimeIndexSource } from './index.js';
 import { resolvePrefix } from './ids.js';
 
 /** The per-row status failures of a list, as the `warnings` of an answer. */
@@ -43,56 +44,52 @@ export class RuntimeView {
   private readonly statusCache = new Map<string, CachedStatus>();
   private readonly flights = new SingleFlight();
 
-  constructor(readonly cri: CriClient) {}
+  /** `index`: the lists every other reader of the runtime shares (sources/cri/index.ts) */
+  constructor(
+    readonly cri: CriClient,
+    private readonly index: RuntimeIndexSource,
+  ) {}
 
   /** Every container with its status: one ContainerStatus per container not in the cache. */
   containers(): Promise<ContainerRow[]> {
     return this.flights.do('containers', async () => {
-      const { containers, podsById } = await this.listed();
-      const listed = new Set(containers.map((c) => c.id));
-      for (const id of this.statusCache.keys()) if (!listed.has(id)) this.statusCache.delete(id);
-      return this.withStatus(containers, podsById);
+      const index = await this.index.index();
+      for (const id of this.statusCache.keys()) if (!index.containers.has(id)) this.statusCache.delete(id);
+      return this.withStatus(index.containerList, index);
     });
   }
 
   pods(): Promise<PodSandbox[]> {
-    return this.flights.do('pods', () => this.cri.listPodSandboxes());
+    return this.index.sandboxes();
   }
 
   /** Resolving a prefix needs only the lists; the status is fetched for the one container found. */
   async resolveContainer(prefix: string): Promise<ContainerRow> {
-    const { containers, podsById } = await this.listed();
-    const found = resolvePrefix(containers, prefix, 'container');
-    return (await this.withStatus([found], podsById))[0]!;
+    const index = await this.index.index();
+    const found = resolvePrefix(index.containerList, prefix, 'container');
+    return (await this.withStatus([found], index))[0]!;
   }
 
   /** Every attempt of a container (same pod, same name), oldest first, with statuses. */
   async attemptsOf(row: Pick<Container, 'podId' | 'name'>): Promise<ContainerRow[]> {
-    const { containers, podsById } = await this.listed();
-    const same = containers.filter((c) => c.podId === row.podId && c.name === row.name).sort((a, b) => a.attempt - b.attempt);
-    return this.withStatus(same, podsById);
+    const index = await this.index.index();
+    const same = index.containerList.filter((c) => c.podId === row.podId && c.name === row.name).sort((a, b) => a.attempt - b.attempt);
+    return this.withStatus(same, index);
   }
 
   /** The containers of one pod sandbox, with statuses. */
   async containersOf(podId: string): Promise<ContainerRow[]> {
-    const { containers, podsById } = await this.listed();
-    return this.withStatus(containers.filter((c) => c.podId === podId), podsById);
+    const index = await this.index.index();
+    return this.withStatus(index.containerList.filter((c) => c.podId === podId), index);
   }
 
   async resolvePod(prefix: string): Promise<PodSandbox> {
     return resolvePrefix(await this.pods(), prefix, 'pod sandbox');
   }
 
-  private listed(): Promise<{ containers: Container[]; podsById: Map<string, PodSandbox> }> {
-    return this.flights.do('listed', async () => {
-      const [containers, pods] = await Promise.all([this.cri.listContainers(), this.cri.listPodSandboxes()]);
-      return { containers, podsById: new Map(pods.map((p) => [p.id, p])) };
-    });
-  }
-
-  private async withStatus(containers: Container[], podsById: Map<string, PodSandbox>): Promise<ContainerRow[]> {
+  private async withStatus(containers: readonly Container[], index: RuntimeIndex): Promise<ContainerRow[]> {
     const statuses = await mapLimit(containers, STATUS_CONCURRENCY, (c) => this.cachedStatus(c));
-    return containers.map((c, i) => toRow(c, podsById.get(c.podId), statuses[i]!));
+    return containers.map((c, i) => toRow(c, index, statuses[i]!));
   }
 
   private async cachedStatus(c: Container): Promise<{ status: ContainerStatus | null; error: string | null }> {
@@ -100,7 +97,8 @@ export class RuntimeView {
     const now = Date.now();
     if (hit && hit.state === c.state && (c.state === 'CONTAINER_EXITED' || now - hit.at < LIVE_STATUS_TTL_MS)) return { status: hit.status, error: null };
     try {
-      const status = await this.cri.containerStatus(c.id, false);
+      // a status call in flight for this container (another request's) is shared, not repeated
+      const status = await this.flights.do(`status:${c.id}`, () => this.cri.containerStatus(c.id, false));
       this.statusCache.set(c.id, { state: c.state, at: now, status });
       return { status, error: null };
     } catch (err) {
@@ -115,12 +113,13 @@ export class RuntimeView {
   }
 }
 
-function toRow(c: Container, pod: PodSandbox | undefined, { status: s, error }: { status: ContainerStatus | null; error: string | null }): ContainerRow {
+function toRow(c: Container, index: RuntimeIndex, { status: s, error }: { status: ContainerStatus | null; error: string | null }): ContainerRow {
+  const pod = index.podOf(c);
   return {
     ...c,
-    podName: pod?.name ?? c.labels['io.kubernetes.pod.name'] ?? '',
-    podNamespace: pod?.namespace ?? c.labels['io.kubernetes.pod.namespace'] ?? '',
-    podUid: pod?.uid ?? c.labels['io.kubernetes.pod.uid'] ?? '',
+    podName: pod.podName ?? '',
+    podNamespace: pod.podNamespace ?? '',
+    podUid: pod.podUid ?? '',
     exitCode: s ? s.exitCode : null,
     reason: s ? s.reason : null,
     startedAt: s?.startedAt ?? null,

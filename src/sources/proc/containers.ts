@@ -7,7 +7,7 @@
 import type { NamespaceEntry } from '../../model/process.js';
 import { SourceError } from '../errors.js';
 import type { FoundCgroup } from '../cgroup/cgroups.js';
-import type { RuntimeIndex } from '../cgroup/names.js';
+import type { RuntimeIndex } from '../cri/index.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { mapLimit } from '../../util/concurrency.js';
 import { classifyNamespaces, cmdlineWarnings, mainProcess, ProcBudget, readProcess, type ProcessRow, type ReadProcessOptions } from './proc.js';

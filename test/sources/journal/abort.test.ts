@@ -10,7 +10,6 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
 import { JOURNAL_LIMITS } from '../../../src/sources/journal/limits.js';
-import { logSources } from '../../../src/server/log-sources.js';
 import { bulkScenario, writeJournal } from '../../fixtures/journal/gen.js';
 import { makeJournalHost } from '../../fixtures/journal/host.js';
 import { kmsgFixture } from '../../fixtures/kmsg/oom-reports.js';
@@ -21,7 +20,7 @@ await writeJournal(path.join(host.root, 'var/log/journal'), 'system@bulk', bulkS
 const ta = await testApp(['--host-root', host.root, '--kmsg-path', kmsgFixture('oom-memcg-systemd.kmsg')]);
 await ta.app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(ta.app.server.address() as AddressInfo).port}`;
-const journal = logSources(ta.deps).journal;
+const journal = ta.deps.journal;
 const SLOW = `/v1/logs?pattern=${encodeURIComponent('(\\S+\\s?){1,6}[#%]')}`;
 const seen = new Set<number>();
 t.teardown(async () => {
