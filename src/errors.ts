@@ -42,22 +42,13 @@ export const retryAfter = (seconds: number): Record<string, string> => ({ 'retry
 export const badRequest = (detail: string, extra?: Record<string, unknown>) =>
   new Problem(400, 'Invalid input', detail, extra);
 
-export const notFound = (detail: string) => new Problem(404, 'Not found', detail);
-
-export const ambiguous = (detail: string, candidates: string[]) =>
-  new Problem(409, 'Ambiguous id prefix', detail, { candidates });
-
 /** A limit is full: 429 with Retry-After (RFC 9110 10.2.3), the seconds after which a slot is likely free. */
 export const tooMany = (detail: string, retryAfterSeconds = 1) =>
   new Problem(429, 'Too many requests', detail, undefined, retryAfter(retryAfterSeconds));
-
-export const notImplemented = (detail: string) => new Problem(501, 'Not implemented', detail);
 
 export const unavailable = (detail: string) => new Problem(503, 'Source unavailable', detail);
 
 /** The one item asked for exists but cannot be read (EISDIR, EACCES, ELOOP where a file should be): the reason, never a 500. */
 export const unreadable = (detail: string) => new Problem(503, 'Source unreadable', detail);
-
-export const timedOut = (detail: string) => new Problem(504, 'Source timed out', detail);
 
 export const isProblem = (err: unknown): err is Problem => err instanceof Problem;

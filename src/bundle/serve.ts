@@ -20,6 +20,9 @@ import type { AppDeps } from '../server/app.js';
 import { installAuditLog } from '../server/plugins/audit.js';
 import { installAuth, installHostCheck } from '../server/plugins/auth.js';
 import { installProblemHandlers, sendProblem } from '../server/plugins/problems.js';
+import { problemOf } from '../server/problem-types.js';
+import { onlyMatch, prefixMatches } from '../sources/cri/ids.js';
+import { isSourceError } from '../sources/errors.js';
 import { installTextFormat, wantsText } from '../server/plugins/text-format.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from '../server/request-signal.js';
 import { routeKey } from './format.js';
@@ -131,9 +134,16 @@ function resolvePrefix(url: string, ids: { pods: Set<string>; containers: Set<st
   const g = /^\/v1\/(pods|containers)\/([0-9a-f]{1,63})(?=[/?]|$)/.exec(url);
   if (!g) return { url };
   const kind = g[1] as 'pods' | 'containers';
-  const matches = [...ids[kind]].filter((id) => id.startsWith(g[2]!));
-  if (matches.length === 1) return { url: `/v1/${kind}/${matches[0]}${url.slice(g[0].length)}` };
   const what = kind === 'pods' ? 'pod sandbox' : 'container';
-  if (matches.length === 0) return { problem: new Problem(404, 'Not found', `no ${what} with id or prefix ${g[2]} in this bundle`) };
-  return { problem: new Problem(409, 'Ambiguous id prefix', `${what} id prefix ${g[2]} matches ${matches.length} in this bundle`, { candidates: matches.slice(0, 20) }) };
+  const same = (id: string) => id;
+  try {
+    const id = onlyMatch(prefixMatches(ids[kind], g[2]!, same), same, {
+      none: () => `no ${what} with id or prefix ${g[2]} in this bundle`,
+      many: (n) => `${what} id prefix ${g[2]} matches ${n} in this bundle`,
+    });
+    return { url: `/v1/${kind}/${id}${url.slice(g[0].length)}` };
+  } catch (err) {
+    if (isSourceError(err)) return { problem: problemOf(err) };
+    throw err;
+  }
 }

@@ -10,6 +10,8 @@ import { installAuth, installHostCheck } from './plugins/auth.js';
 import { installLoadShed } from './plugins/load-shed.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { installProblemHandlers } from './plugins/problems.js';
+import { problemCodesDescription } from './problem-types.js';
+import { problemTypeUri } from '../errors.js';
 import { installSharedBody } from './plugins/shared-body.js';
 import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
@@ -65,7 +67,7 @@ export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null }
       info: {
         title: 'nodetruth',
         version: VERSION,
-        description: 'Read-only view of a Kubernetes node below the API server: CRI runtime, cgroup v2, /proc, journal, kernel log.',
+        description: `Read-only view of a Kubernetes node below the API server: CRI runtime, cgroup v2, /proc, journal, kernel log.\n\nErrors are application/problem+json; a source's failure carries a stable \`code\`:\n${problemCodesDescription()}`,
       },
     },
     transform: jsonSchemaTransform,
@@ -121,7 +123,7 @@ function answerClientError(deps: AppDeps, err: NodeJS.ErrnoException, socket: im
         ? [408, 'Request timeout', 'the request did not arrive within 15 s']
         : [400, 'Bad request', 'the request is not valid HTTP/1.1'];
   auditClientError(deps.log as unknown as App['log'], status, err.code ?? 'unknown', socket.remoteAddress);
-  const body = JSON.stringify({ type: `https://nodetruth.dev/problems/${title.toLowerCase().replace(/[^a-z0-9]+/g, '-')}`, title, status, detail });
+  const body = JSON.stringify({ type: problemTypeUri(title), title, status, detail });
   if (socket.writable) {
     socket.write(
       `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

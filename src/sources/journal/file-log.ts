@@ -1,5 +1,5 @@
 import type { promises as fsp } from 'node:fs';
-import { badRequest, notFound } from '../../errors.js';
+import { HOST_PATH_CODES, SourceError, type SourceErrorCode } from '../errors.js';
 import { isHostPathError, type HostFs } from '../hostfs/hostfs.js';
 import { JOURNAL_LIMITS } from './limits.js';
 import { compileUserPattern } from '../../util/pattern.js';
@@ -27,13 +27,15 @@ export async function readLogFile(fs: HostFs, rel: string, tailLines: number | n
   try {
     fh = await fs.openFile(hostPath, { within: JOURNAL_LIMITS.nodeLogDir });
   } catch (err) {
+    const refused = (code: SourceErrorCode, detail: string) => new SourceError(code, `query: ${detail}`, { param: 'query' });
     if (isHostPathError(err)) {
-      if (err.code === 'EXDEV') throw badRequest(`query: ${hostPath} leads outside ${JOURNAL_LIMITS.nodeLogDir}`, { param: 'query' });
-      if (err.code === 'EFTYPE') throw badRequest(`query: ${hostPath} is not a regular file`, { param: 'query' });
+      if (err.code === 'EXDEV') throw refused('path_outside_root', `${hostPath} leads outside ${JOURNAL_LIMITS.nodeLogDir}`);
+      if (err.code === 'EFTYPE') throw refused('path_not_regular', `${hostPath} is not a regular file`);
     }
-    throw badRequest(`query: cannot open ${hostPath}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`, { param: 'query' });
+    const code = (err as NodeJS.ErrnoException).code;
+    throw refused(isHostPathError(err) ? HOST_PATH_CODES[err.code] : code === 'ELOOP' ? 'path_link_loop' : 'bad_parameter', `cannot open ${hostPath}: ${code ?? 'error'}`);
   }
-  if (fh === null) throw notFound(`query: ${hostPath} does not exist`);
+  if (fh === null) throw new SourceError('not_found', `query: ${hostPath} does not exist`);
   try {
     const st = await fh.stat();
     const max = JOURNAL_LIMITS.maxFileBytes;

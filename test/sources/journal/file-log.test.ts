@@ -116,7 +116,7 @@ t.test('readLogFile maps the refusals of HostFs.openFile (source level, root = t
   symlinkSync('loop-a', path.join(root, 'var/log/loop-b'));
   symlinkSync(outside, path.join(root, 'var/log/out'));
   const fs = new HostFs(root);
-  await t.rejects(readLogFile(fs, 'loop-a', null, null), { status: 400, message: /cannot open .*ELOOP/ });
-  await t.rejects(readLogFile(fs, 'out/secret', null, null), { status: 400, message: /leads outside/ });
-  await t.rejects(readLogFile(fs, 'missing.log', null, null), { status: 404, message: /does not exist/ });
+  await t.rejects(readLogFile(fs, 'loop-a', null, null), { code: 'path_link_loop', param: 'query', message: /cannot open .*ELOOP/ });
+  await t.rejects(readLogFile(fs, 'out/secret', null, null), { code: 'path_outside_root', param: 'query', message: /leads outside/ });
+  await t.rejects(readLogFile(fs, 'missing.log', null, null), { code: 'not_found', message: /does not exist/ });
 });
