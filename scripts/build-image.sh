@@ -114,12 +114,19 @@ say "buildah bud $IMAGE ($input_hash)"
 "${B[@]}" bud --isolation chroot --pull=never --format docker --layers=false -t "$IMAGE" -f "$CONTEXT/Dockerfile" "$CONTEXT" >&2
 tmp="$ARCHIVE.tmp"
 rm -f "$tmp"
-"${B[@]}" push --quiet "$IMAGE" "oci-archive:$tmp:$IMAGE" >&2
+# Uncompressed layers: the e2e guests import it under TCG, where gunzip costs minutes; the
+# compressed size (what a registry would store) is measured too, into the .json beside it.
+"${B[@]}" push --quiet --disable-compression "$IMAGE" "oci-archive:$tmp:$IMAGE" >&2
 mv "$tmp" "$ARCHIVE"
+gz=$(tar -xOf "$ARCHIVE" --wildcards 'blobs/sha256/*' | wc -c) # all blobs, uncompressed
+layers_gz=0
+for b in $(tar -tf "$ARCHIVE" 'blobs/sha256/*' 2>/dev/null || tar -tf "$ARCHIVE" | grep '^blobs/sha256/.'); do
+  layers_gz=$((layers_gz + $(tar -xOf "$ARCHIVE" "$b" | gzip -1 | wc -c)))
+done
 size=$("${B[@]}" images --noheading --format '{{.Size}}' "$IMAGE" 2>/dev/null | head -1)
 ms=$(( ($(date +%s) - started) * 1000 ))
-printf '{"image":"%s","hash":"%s","archiveBytes":%s,"imageSize":"%s","buildMs":%s,"builtAt":"%s"}\n' \
-  "$IMAGE" "$input_hash" "$(stat -c %s "$ARCHIVE")" "${size:-?}" "$ms" "$(date -u +%FT%TZ)" > "$ARCHIVE.json"
+printf '{"image":"%s","hash":"%s","archiveBytes":%s,"blobBytes":%s,"gzipBytes":%s,"imageSize":"%s","buildMs":%s,"builtAt":"%s"}\n' \
+  "$IMAGE" "$input_hash" "$(stat -c %s "$ARCHIVE")" "$gz" "$layers_gz" "${size:-?}" "$ms" "$(date -u +%FT%TZ)" > "$ARCHIVE.json"
 # Old archives and dangling layers of earlier builds (vfs keeps full copies of each).
 find "$CACHE" -maxdepth 1 -name 'nodetruth-*.oci.tar*' ! -name "nodetruth-$input_hash.*" -delete
 "${B[@]}" rmi --prune >/dev/null 2>&1 || true

@@ -28,9 +28,17 @@ export const GUEST_IMAGES_TAR = '/var/lib/nodetruth-e2e/images.tar';
 
 const IMAGE_SIZE = '3G';
 
-function mirrorLines(): string[] {
+/**
+ * The guests: today's node (bookworm: containerd 1.6, runc 1.1, systemd 252) and a current
+ * one from Debian's newest suite (sid: containerd 2.x, runc 1.3, systemd 26x).
+ */
+export type Suite = 'bookworm' | 'sid';
+export const SUITES: Suite[] = ['bookworm', 'sid'];
+
+function mirrorLines(suite: Suite): string[] {
   const base = process.env.NODETRUTH_E2E_MIRROR ?? 'http://deb.debian.org/debian';
   const security = process.env.NODETRUTH_E2E_SECURITY_MIRROR ?? 'http://deb.debian.org/debian-security';
+  if (suite === 'sid') return [`deb ${base} sid main`];
   return [`deb ${base} bookworm main`, `deb ${base} bookworm-updates main`, `deb ${security} bookworm-security main`];
 }
 
@@ -40,6 +48,7 @@ export interface GuestImage {
   kernel: string;
   initrd: string;
   hash: string;
+  suite: Suite;
   /** true when this call built it, false when it came from the cache */
   built: boolean;
   buildMs?: number;
@@ -49,11 +58,11 @@ export function cacheRoot(): string {
   return process.env.NODETRUTH_E2E_CACHE ?? join(here, '.cache');
 }
 
-export function imageHash(): string {
+export function imageHash(suite: Suite): string {
   const h = createHash('sha256');
-  h.update('recipe-v1\n');
+  h.update(`recipe-v2 ${suite}\n`);
   h.update(GUEST_PACKAGES.join(',') + '\n');
-  h.update(mirrorLines().join('\n') + '\n');
+  h.update(mirrorLines(suite).join('\n') + '\n');
   h.update(JSON.stringify(GUEST_IMAGES) + '\n' + IMAGE_SIZE + '\n');
   for (const f of ['guest/customize.sh', 'image.ts', 'oci.ts']) h.update(readFileSync(join(here, f)));
   return h.digest('hex').slice(0, 16);
@@ -66,11 +75,11 @@ function pick(dir: string, prefix: string): string {
   return join(dir, last);
 }
 
-export async function ensureImage(): Promise<GuestImage> {
+export async function ensureImage(suite: Suite = 'bookworm'): Promise<GuestImage> {
   const root = cacheRoot();
-  const hash = imageHash();
-  const dir = join(root, `image-${hash}`);
-  const done = { dir, rootfs: join(dir, 'rootfs.img'), kernel: join(dir, 'vmlinuz'), initrd: join(dir, 'initrd.img'), hash };
+  const hash = imageHash(suite);
+  const dir = join(root, `image-${suite}-${hash}`);
+  const done = { dir, rootfs: join(dir, 'rootfs.img'), kernel: join(dir, 'vmlinuz'), initrd: join(dir, 'initrd.img'), hash, suite };
   if (existsSync(join(dir, 'ok'))) {
     log(`guest image cached: ${dir}`);
     return { ...done, built: false };
@@ -82,12 +91,12 @@ export async function ensureImage(): Promise<GuestImage> {
   }
   const started = Date.now();
   mkdirSync(root, { recursive: true });
-  const work = join(root, `build-${hash}-${process.pid}`);
+  const work = join(root, `build-${suite}-${hash}-${process.pid}`);
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   const rootDir = join(work, 'root');
   const buildLog = join(work, 'build.log');
-  log(`building guest image ${hash} in ${work} (log: ${buildLog}); this takes a few minutes`);
+  log(`building guest image ${suite} ${hash} in ${work} (log: ${buildLog}); this takes a few minutes`);
   try {
     await runOk(
       'mmdebstrap',
@@ -98,10 +107,13 @@ export async function ensureImage(): Promise<GuestImage> {
         '--dpkgopt=path-exclude=/usr/share/doc/*',
         '--dpkgopt=path-exclude=/usr/share/locale/*',
         '--dpkgopt=path-include=/usr/share/doc/*/copyright',
-        `--customize-hook=sh ${join(here, 'guest', 'customize.sh')} "$1"`,
-        'bookworm',
+        // sid's Release file is signed valid for a week only, and the mirror this machine
+        // reaches may be a snapshot older than that: apt refuses it as expired otherwise
+        ...(suite === 'sid' ? ['--aptopt=Acquire::Check-Valid-Until "false"'] : []),
+        `--customize-hook=sh ${join(here, 'guest', 'customize.sh')} "$1" ${work}`,
+        suite,
         rootDir,
-        ...mirrorLines(),
+        ...mirrorLines(suite),
       ],
       { timeoutMs: 20 * 60_000, logFile: buildLog },
     );
@@ -122,7 +134,7 @@ export async function ensureImage(): Promise<GuestImage> {
     });
     rmSync(rootDir, { recursive: true, force: true });
     const buildMs = Date.now() - started;
-    writeFileSync(join(work, 'image.json'), JSON.stringify({ hash, packages: GUEST_PACKAGES, mirrors: mirrorLines(), debootstrapMs, buildMs, builtAt: new Date().toISOString() }, null, 2));
+    writeFileSync(join(work, 'image.json'), JSON.stringify({ hash, suite, packages: GUEST_PACKAGES, mirrors: mirrorLines(suite), debootstrapMs, buildMs, builtAt: new Date().toISOString() }, null, 2));
     writeFileSync(join(work, 'ok'), '');
     try {
       renameSync(work, dir);
@@ -130,7 +142,7 @@ export async function ensureImage(): Promise<GuestImage> {
       // another run finished the same image first: use theirs
       rmSync(work, { recursive: true, force: true });
     }
-    pruneOldImages(root, hash);
+    pruneOldImages(root, suite, hash);
     log(`guest image built in ${(buildMs / 1000).toFixed(1)} s (mmdebstrap ${(debootstrapMs / 1000).toFixed(1)} s): ${dir}`);
     return { ...done, built: true, buildMs };
   } catch (err) {
@@ -141,17 +153,18 @@ export async function ensureImage(): Promise<GuestImage> {
 }
 
 /** Removes images of other hashes and stale build directories (older than an hour). */
-function pruneOldImages(root: string, keep: string): void {
+function pruneOldImages(root: string, suite: Suite, keep: string): void {
   for (const name of readdirSync(root)) {
     const p = join(root, name);
-    if (name.startsWith('image-') && name !== `image-${keep}`) rmSync(p, { recursive: true, force: true });
+    const other = !SUITES.some((s) => s !== suite && name.startsWith(`image-${s}-`));
+    if (name.startsWith('image-') && other && name !== `image-${suite}-${keep}`) rmSync(p, { recursive: true, force: true });
     if (name.startsWith('build-') && Date.now() - statSync(p).mtimeMs > 3_600_000) rmSync(p, { recursive: true, force: true });
   }
 }
 
-// `node --import tsx test/e2e/image.ts` builds the image on its own.
+// `node --import tsx test/e2e/image.ts [bookworm|sid]` builds the image on its own.
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  ensureImage().then(
+  ensureImage((process.argv[2] as Suite | undefined) ?? 'bookworm').then(
     (img) => console.log(JSON.stringify(img, null, 2)),
     (err: unknown) => {
       console.error(err instanceof Error ? err.message : err);

@@ -1,15 +1,26 @@
 // End-to-end tests of nodetruth against a real node: a qemu VM with systemd, journald,
 // containerd, runc and cgroup v2 (test/e2e/README.md). Run with `npm run test:e2e`.
 //
-// The development machine never runs a container: the guest does. Inside it, a
-// kubelet-like driver (guest/cri-driver.ts) creates the pods; nodetruth serves the API;
-// every assertion below is made only through nodetruth's HTTP API, from the host.
+// The development machine never runs a container: the guest does. nodetruth runs there as
+// users run it: the image built from the Dockerfile (scripts/build-image.sh), started by
+// the guest's kubelet stand-in (guest/cri-driver.ts) exactly as the pods that the real
+// `kubectl debug node/... --profile=sysadmin --custom=deploy/debug-profile.yaml` and the
+// DaemonSet (`kubectl kustomize deploy/daemonset`) define (test/e2e/kube-pods.ts). Both
+// agents run side by side (the debug pod on 127.0.0.1:7070, the DaemonSet's on the node's
+// 10.0.2.15:7070 with TLS and --auth kubernetes against the FAKE API server on the host),
+// and every scenario runs against each, on each guest (bookworm and sid). Every assertion
+// is made through nodetruth's HTTP API, from the host.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { existsSync, readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ensureImage } from './image.js';
-import { NodeVm, projectRoot } from './vm.js';
+import { AGENT_TOKEN, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
+import { ensureImage, SUITES, type Suite } from './image.js';
+import { AGENT_IMAGE, captureDaemonSetPod, captureDebugPod, fakeApiCert } from './kube-pods.js';
+import { GUEST_API_ADDR, GUEST_API_PORT, NodeVm, projectRoot } from './vm.js';
 import { GiveUp, log, runOk, tailFile, waitFor } from './util.js';
 
 // ---- what the driver reports (guest/cri-driver.ts setup) -----------------------------
@@ -35,18 +46,39 @@ interface Setup {
   containers: { spin: ContainerOut; ticker: ContainerOut; crash: ContainerOut[]; hog: ContainerOut };
   ms: number;
 }
+interface AgentPodOut {
+  pod: PodOut & { logDirectory: string };
+  container: { id: string; name: string; pid: number; command: string[]; args: string[]; mounts: { container_path: string; host_path: string; readonly: boolean; recursive_read_only?: boolean }[]; envNames: string[]; rroSupported: boolean };
+}
 
-/** nodetruth's CRI deadline in these tests (its default, like crictl's). */
+type Mode = 'debug' | 'daemonset';
+interface Agent {
+  mode: Mode;
+  baseUrl: string;
+  /** the bearer token of an on-call user allowed nodes/nodetruth (DaemonSet: --auth kubernetes) */
+  token?: string;
+  podFile: string;
+  graceSec: number;
+  out?: AgentPodOut;
+  readiness?: { ok: boolean; attempts: number; ms: number; last: string };
+}
+
+/** nodetruth's CRI deadline (its default, like crictl's). */
 const CRI_TIMEOUT_MS = 2000;
 /** What a 504 may take on top of the deadline: TCG runs the agent ~17x slower than the host. */
 const DEADLINE_SLACK_MS = 4000;
+const ONCALL_TOKEN = 'e2e-oncall-token';
+const NODE_NAME = 'node1';
+const NODE_IP = '10.0.2.15';
 
-let vm: NodeVm | undefined;
-let setup: Setup;
-const timings: Record<string, number> = {};
+const suites = (process.env.NODETRUTH_E2E_SUITES ?? SUITES.join(',')).split(',').map((x) => x.trim()).filter(Boolean) as Suite[];
+for (const s of suites) if (!SUITES.includes(s)) throw new Error(`NODETRUTH_E2E_SUITES: unknown suite ${s} (have ${SUITES.join(', ')})`);
+const modes = (process.env.NODETRUTH_E2E_MODES ?? 'debug,daemonset').split(',').filter(Boolean) as Mode[];
+
 let failed = false;
+const allTimings: Record<string, Record<string, number>> = {};
 
-// ---- HTTP against the agent through hostfwd ------------------------------------------
+// ---- HTTP against an agent through hostfwd --------------------------------------------
 interface Reply {
   status: number;
   /** parsed JSON (or the text): checked field by field by the tests */
@@ -55,25 +87,34 @@ interface Reply {
   ms: number;
 }
 
-async function get(path: string, timeoutMs = 30_000): Promise<Reply> {
-  if (!vm) throw new Error('no VM');
-  const started = Date.now();
-  const res = await fetch(vm.baseUrl + path, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
-  const text = await res.text();
-  let body: unknown = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    /* not JSON: keep the text */
-  }
-  return { status: res.status, body, text, ms: Date.now() - started };
+function httpGet(agent: Agent, path: string, timeoutMs: number): Promise<Reply> {
+  return httpGetAs(agent, path, agent.token, timeoutMs);
 }
 
-/** GET that must answer 200; the failure message carries the body. */
-async function get200(path: string, timeoutMs = 30_000): Promise<Reply> {
-  const r = await get(path, timeoutMs);
-  assert.equal(r.status, 200, `GET ${path} answered ${r.status} in ${r.ms} ms: ${r.text.slice(0, 800)}`);
-  return r;
+function httpGetAs(agent: Agent, path: string, token: string | undefined, timeoutMs = 30_000): Promise<Reply> {
+  const started = Date.now();
+  const url = new URL(agent.baseUrl + path);
+  const headers: Record<string, string> = { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) };
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { headers, rejectUnauthorized: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown = text;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          /* not JSON: keep the text */
+        }
+        resolve({ status: res.statusCode ?? 0, body, text, ms: Date.now() - started });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path}: no answer in ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** The list in a response: `items` (the API's convention), or a bare array. */
@@ -86,102 +127,6 @@ function itemsOf(body: unknown, key = 'items'): any[] {
 
 const short = (s: string) => s.slice(0, 12);
 
-// ---- the node: build, boot, run the agent and the pods -------------------------------
-before(
-  async () => {
-    try {
-      await bringUpNode();
-    } catch (err) {
-      failed = true;
-      throw err;
-    }
-    readyAt = Date.now();
-  },
-  { timeout: 20 * 60_000 },
-);
-
-let readyAt = 0;
-
-async function bringUpNode(): Promise<void> {
-  const t0 = Date.now();
-  if (process.env.NODETRUTH_E2E_SKIP_BUILD !== '1') {
-    log('building nodetruth (tsc -p tsconfig.build.json)');
-    await runOk(process.execPath, [join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: projectRoot, timeoutMs: 300_000 });
-  }
-  assert.ok(existsSync(join(projectRoot, 'dist', 'cli.js')), 'dist/cli.js is missing after the build');
-  assert.ok(existsSync(join(projectRoot, 'node_modules', 'node', 'bin', 'node')), 'node_modules/node/bin/node (Node 24 for the guest) is missing: run npm ci');
-  timings.projectBuildMs = Date.now() - t0;
-
-  const t1 = Date.now();
-  const image = await ensureImage();
-  timings.imageMs = Date.now() - t1;
-  if (image.buildMs) timings.imageBuildMs = image.buildMs;
-
-  vm = new NodeVm(image);
-  installExitHandlers(vm);
-  await vm.boot();
-  timings.bootMs = vm.bootMs;
-
-  // The agent starts first, so its (slow, TCG) module loading overlaps the driver's work.
-  const t2 = Date.now();
-  const extra = (process.env.NODETRUTH_E2E_AGENT_ARGS ?? '').split(/\s+/).filter(Boolean).map((a) => `'${a.replaceAll("'", '')}'`);
-  log(await vm.sh(`sh /nodetruth/test/e2e/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s ${extra.join(' ')}`, 60));
-  const r = await vm.exec(
-    'cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts setup > /share/setup.json',
-    400,
-  );
-  log(`cri-driver setup: exit ${r.rc} in ${(r.ms / 1000).toFixed(1)} s\n${r.out.trim()}`);
-  assert.equal(r.rc, 0, `the CRI driver failed in the guest:\n${r.out}`);
-  setup = JSON.parse(readFileSync(join(vm.shareDir, 'setup.json'), 'utf8')) as Setup;
-  timings.criSetupMs = r.ms;
-
-  let lastCheck = Date.now();
-  await waitFor('nodetruth /healthz through the relay', 300_000, async () => {
-    vm!.assertAlive();
-    const h = await get('/healthz', 5000).catch(() => undefined);
-    if (h?.status === 200) return true;
-    if (Date.now() - lastCheck > 5000) {
-      lastCheck = Date.now();
-      // a crashed agent is gone at once (--collect): do not wait the full five minutes
-      const st = (await vm!.exec('systemctl show -p ActiveState --value nodetruth.service', 30)).out.trim();
-      if (st !== 'active' && st !== 'activating') {
-        throw new GiveUp(`nodetruth is ${st || 'gone'} in the guest`);
-      }
-    }
-    return undefined;
-  }, 1000).catch((err: unknown) => {
-    throw new Error(`${err instanceof Error ? err.message : String(err)}\nagent log tail:\n${tailFile(vm!.agentLog, 30)}`);
-  });
-  // Ready means the runtime answers too: on a starved TCG guest the agent's first CRI
-  // calls can outlive the 2 s deadline while containerd is still busy with the driver.
-  let early504 = 0;
-  await waitFor('nodetruth /v1/runtime to answer 200', 120_000, async () => {
-    const r = await get('/v1/runtime', 30_000);
-    if (r.status === 200) return true;
-    early504++;
-    return undefined;
-  }, 1000);
-  if (early504) log(`/v1/runtime answered ${early504} time(s) with a non-200 status before 200`);
-  timings.agentReadyMs = Date.now() - t2;
-  log(`nodetruth answers at ${vm.baseUrl} (agent started ${(timings.agentReadyMs / 1000).toFixed(1)} s ago)`);
-}
-
-after(async () => {
-  if (!vm) return;
-  if (readyAt) timings.scenariosMs = Date.now() - readyAt;
-  try {
-    // Normally the shutdown scenario stopped it already.
-    await vm.exec('timeout 20 systemctl stop nodetruth.service || systemctl kill -s KILL nodetruth.service', 40).catch(() => undefined);
-    // keep the guest's journal next to the other logs (for a failed run, mostly)
-    await vm.exec('journalctl -b --no-pager -o short-precise > /share/journal.txt 2>&1; dmesg > /share/dmesg.txt', 60).catch(() => undefined);
-  } finally {
-    await vm.stop();
-  }
-  log(`timings (ms): ${JSON.stringify(timings)}`);
-  log(`logs of this run:\n${vm.where()}\n  journal:     ${join(vm.shareDir, 'journal.txt')}`);
-  if (failed) log(`agent log tail:\n${tailFile(vm.agentLog, 25)}`);
-});
-
 function installExitHandlers(v: NodeVm): void {
   process.once('exit', () => v.killNow());
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
@@ -192,19 +137,207 @@ function installExitHandlers(v: NodeVm): void {
   }
 }
 
-/** test() that remembers a failure, so the run ends with the logs' tails. */
-function scenario(name: string, fn: () => Promise<void>, timeout = 120_000): void {
-  test(name, { timeout }, async () => {
-    try {
-      await fn();
-    } catch (err) {
-      failed = true;
-      throw err;
+/** The agent image's OCI archive: scripts/build-image.sh (cached by its inputs). */
+async function agentImageArchive(): Promise<{ archive: string; ms: number }> {
+  const started = Date.now();
+  const r = await runOk('bash', [join(projectRoot, 'scripts', 'build-image.sh')], { cwd: projectRoot, timeoutMs: 30 * 60_000 });
+  const archive = r.stdout.trim().split('\n').at(-1) ?? '';
+  assert.ok(archive.startsWith(projectRoot + '/'), `the image archive must be inside the project (the guest reads it through the share): ${archive}`);
+  return { archive, ms: Date.now() - started };
+}
+
+let imageArchive: Promise<{ archive: string; ms: number }> | undefined;
+let podSpecs: Promise<{ debug: object; daemonset: object }> | undefined;
+
+for (const suite of suites) {
+  describe(`${suite} guest`, { concurrency: 1 }, () => {
+    let vm: NodeVm | undefined;
+    let fake: FakeKubeApiServer | undefined;
+    let setup: Setup;
+    const timings: Record<string, number> = {};
+    allTimings[suite] = timings;
+    const agents: Record<Mode, Agent> = {
+      debug: { mode: 'debug', baseUrl: '', podFile: '/share/pods/debug.json', graceSec: 30 },
+      daemonset: { mode: 'daemonset', baseUrl: '', token: ONCALL_TOKEN, podFile: '/share/pods/daemonset.json', graceSec: 15 },
+    };
+    let readyAt = 0;
+
+    before(
+      async () => {
+        try {
+          await bringUpNode();
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
+        readyAt = Date.now();
+      },
+      { timeout: 40 * 60_000 },
+    );
+
+    after(async () => {
+      if (readyAt) timings.scenariosMs = Date.now() - readyAt;
+      try {
+        if (vm) await vm.exec('journalctl -b --no-pager -o short-precise > /share/journal.txt 2>&1; dmesg > /share/dmesg.txt; ctr -n k8s.io containers ls > /share/containers.txt 2>&1', 60).catch(() => undefined);
+      } finally {
+        await vm?.stop();
+        await fake?.stop().catch(() => undefined);
+      }
+      log(`${suite} timings (ms): ${JSON.stringify(timings)}`);
+      if (vm) log(`logs of this run:\n${vm.where()}\n  journal:     ${join(vm.shareDir, 'journal.txt')}`);
+    });
+
+    async function bringUpNode(): Promise<void> {
+      const t0 = Date.now();
+      imageArchive ??= agentImageArchive();
+      podSpecs ??= (async () => ({ debug: await captureDebugPod(NODE_NAME, AGENT_IMAGE), daemonset: await captureDaemonSetPod(NODE_NAME) }))();
+      const [{ archive, ms: imageMs }, specs] = await Promise.all([imageArchive, podSpecs]);
+      timings.agentImageMs = imageMs;
+      timings.captureMs = Date.now() - t0;
+
+      const t1 = Date.now();
+      const image = await ensureImage(suite);
+      timings.guestImageMs = Date.now() - t1;
+      if (image.buildMs) timings.guestImageBuildMs = image.buildMs;
+
+      // The cluster: the FAKE API server on the host's loopback, over TLS, reached from the
+      // guest at GUEST_API_ADDR:GUEST_API_PORT through slirp's guestfwd.
+      const certDir = mkdtempSync(join(tmpdir(), 'nodetruth-e2e-api-'));
+      const cert = await fakeApiCert(certDir, [GUEST_API_ADDR, '127.0.0.1']);
+      rmSync(certDir, { recursive: true, force: true });
+      fake = await new FakeKubeApiServer({ tls: cert }).start();
+      fake.tokens.set(ONCALL_TOKEN, { username: 'oncall@example.com', groups: ['oncall', 'system:authenticated'] });
+      fake.authorize = (r) => ({
+        allowed: r.user === 'oncall@example.com' && r.resourceAttributes.verb === 'get' && r.resourceAttributes.resource === 'nodes' && ['nodetruth', 'metrics'].includes(r.resourceAttributes.subresource ?? '') && r.resourceAttributes.name === NODE_NAME,
+      });
+
+      vm = new NodeVm(image);
+      vm.apiServerPort = Number(new URL(fake.url).port);
+      mkdirSync(join(vm.shareDir, 'kube'), { recursive: true });
+      mkdirSync(join(vm.shareDir, 'pods'), { recursive: true });
+      writeFileSync(join(vm.shareDir, 'kube', 'facts.json'), JSON.stringify({ nodeIP: NODE_IP, apiHost: GUEST_API_ADDR, apiPort: String(GUEST_API_PORT) }));
+      writeFileSync(join(vm.shareDir, 'kube', 'token'), AGENT_TOKEN);
+      writeFileSync(join(vm.shareDir, 'kube', 'ca.crt'), cert.cert);
+      writeFileSync(join(vm.shareDir, 'pods', 'debug.json'), JSON.stringify(specs.debug, null, 1));
+      writeFileSync(join(vm.shareDir, 'pods', 'daemonset.json'), JSON.stringify(specs.daemonset, null, 1));
+      writeFileSync(join(vm.shareDir, 'agent-image.txt'), `${archive.replace(projectRoot, '/nodetruth')} ${AGENT_IMAGE}\n`);
+      installExitHandlers(vm);
+      await vm.boot();
+      timings.bootMs = vm.bootMs;
+      agents.debug.baseUrl = `http://127.0.0.1:${vm.hostPort}`;
+      agents.daemonset.baseUrl = `https://127.0.0.1:${vm.nodePort}`;
+      log(`${suite}: ${(await vm.sh('containerd --version; runc --version | head -1; systemctl --version | head -1; uname -r', 30)).replaceAll('\n', ' | ')}`);
+
+      // The agents start first, so their (slow, TCG) module loading overlaps the workloads.
+      const t2 = Date.now();
+      for (const mode of modes) {
+        const a = agents[mode];
+        const r = await vm.exec(`cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts agent-pod ${a.podFile} > /share/agent-${mode}.json`, 300);
+        assert.equal(r.rc, 0, `the ${mode} pod did not start:\n${r.out}`);
+        a.out = JSON.parse(readFileSync(join(vm.shareDir, `agent-${mode}.json`), 'utf8')) as AgentPodOut;
+        log(`${mode} agent: container ${short(a.out.container.id)} pid ${a.out.container.pid}, ${r.out.trim()}`);
+      }
+      timings.agentPodsMs = Date.now() - t2;
+      const r = await vm.exec('cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts setup > /share/setup.json', 400);
+      log(`cri-driver setup: exit ${r.rc} in ${(r.ms / 1000).toFixed(1)} s\n${r.out.trim()}`);
+      assert.equal(r.rc, 0, `the CRI driver failed in the guest:\n${r.out}`);
+      setup = JSON.parse(readFileSync(join(vm.shareDir, 'setup.json'), 'utf8')) as Setup;
+      timings.criSetupMs = r.ms;
+
+      // Readiness as kubelet decides it: the pod's own readinessProbe, run from the node.
+      for (const mode of modes) {
+        const a = agents[mode];
+        const pr = await vm.exec(`cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts probe ${a.podFile} readiness 400`, 460);
+        assert.equal(pr.rc, 0, pr.out);
+        a.readiness = JSON.parse(pr.out.trim().split('\n').at(-1) ?? '{}');
+        if (!a.readiness?.ok) {
+          const logs = await vm.exec(`tail -n 40 ${a.out!.pod.logDirectory}/${a.out!.container.name}/0.log`, 30);
+          throw new Error(`the ${mode} agent never became ready: ${JSON.stringify(a.readiness)}\nits log:\n${logs.out}`);
+        }
+        log(`${mode} agent ready (readinessProbe) after ${a.readiness.attempts} probe(s), ${(a.readiness.ms / 1000).toFixed(1)} s`);
+        // ready means the runtime answers too: a starved TCG guest can outlive the 2 s deadline at first
+        await waitFor(`${mode} /v1/runtime to answer 200`, 120_000, async () => ((await httpGet(a, '/v1/runtime', 30_000)).status === 200 ? true : undefined), 1000);
+      }
+      timings.agentsReadyMs = Date.now() - t2;
+    }
+
+    for (const mode of modes) {
+      describe(`${mode} agent`, { concurrency: 1 }, () => {
+        const agent = agents[mode];
+        const get = (path: string, timeoutMs = 30_000) => httpGet(agent, path, timeoutMs);
+        const get200 = async (path: string, timeoutMs = 30_000): Promise<Reply> => {
+          const r = await get(path, timeoutMs);
+          assert.equal(r.status, 200, `GET ${path} answered ${r.status} in ${r.ms} ms: ${r.text.slice(0, 800)}`);
+          return r;
+        };
+        /** test() that remembers a failure, so the run ends with the logs' tails. */
+        const scenario = (name: string, fn: () => Promise<void>, timeout = 120_000): void => {
+          test(name, { timeout }, async () => {
+            if (!agent.out) throw new Error('the node did not come up (see the before hook)');
+            try {
+              await fn();
+            } catch (err) {
+              failed = true;
+              throw err;
+            }
+          });
+        };
+        const ctx = { get, get200, scenario, agent, suite, vm: () => vm!, setup: () => setup, fake: () => fake! };
+        scenarios(ctx);
+      });
     }
   });
 }
 
-// ---- scenarios -----------------------------------------------------------------------
+after(() => {
+  log(`timings (ms): ${JSON.stringify(allTimings)}`);
+  if (failed) log('some scenario failed: the run directories above hold the logs');
+});
+
+interface Ctx {
+  get: (path: string, timeoutMs?: number) => Promise<Reply>;
+  get200: (path: string, timeoutMs?: number) => Promise<Reply>;
+  scenario: (name: string, fn: () => Promise<void>, timeout?: number) => void;
+  agent: Agent;
+  suite: Suite;
+  vm: () => NodeVm;
+  setup: () => Setup;
+  fake: () => FakeKubeApiServer;
+}
+
+// ---- scenarios (each runs against each agent) ---------------------------------------
+function scenarios({ get, get200, scenario, agent, suite, vm, setup, fake }: Ctx): void {
+scenario('the agent itself: its container runs the image, in the host\'s PID and network namespaces, its own mount namespace', async () => {
+  const me = agent.out!.container;
+  const { body } = await get200(`/v1/containers/${me.id}`);
+  assert.equal(body.image, 'ghcr.io/nodetruth/nodetruth:0.1.0', JSON.stringify(body).slice(0, 400));
+  assert.equal(body.pid, me.pid);
+  const { body: ns } = await get200(`/v1/containers/${me.id}/namespaces`);
+  const of = (t: string) => itemsOf(ns).find((n: { type: string }) => n.type === t)?.sharedWith;
+  assert.deepEqual([of('pid'), of('net'), of('ipc')], ['host', 'host', 'host'], JSON.stringify(ns));
+  assert.notEqual(of('mnt'), 'host', JSON.stringify(ns));
+  // what the stand-in mounted, as kubelet would: the host root read-only at /host
+  const hostRoot = me.mounts.find((m) => m.container_path === '/host');
+  assert.ok(hostRoot?.readonly && hostRoot.host_path === '/', JSON.stringify(me.mounts));
+  log(`${suite}/${agent.mode}: /host recursive_read_only=${hostRoot.recursive_read_only ?? false} (runtime reports rro: ${me.rroSupported})`);
+});
+
+if (agent.mode === 'daemonset') {
+  scenario('auth: no token 401, a token TokenReview accepts but SubjectAccessReview refuses 403, the on-call token 200; /healthz open', async () => {
+    const r0 = await httpGetAs(agent, '/v1/node', undefined);
+    assert.equal(r0.status, 401, r0.text.slice(0, 300));
+    fake().tokens.set('e2e-stranger-token', { username: 'stranger@example.com', groups: ['system:authenticated'] });
+    const r1 = await httpGetAs(agent, '/v1/node', 'e2e-stranger-token');
+    assert.equal(r1.status, 403, r1.text.slice(0, 300));
+    const h = await httpGetAs(agent, '/healthz', undefined);
+    assert.equal(h.status, 200);
+    await get200('/v1/node');
+    const sar = fake().requests.filter((q) => q.url.startsWith('/apis/authorization.k8s.io/v1/subjectaccessreviews'));
+    const attrs = sar.map((q) => (q.body as { spec?: { resourceAttributes?: Record<string, string> } }).spec?.resourceAttributes);
+    assert.ok(attrs.some((a) => a?.resource === 'nodes' && a.subresource === 'nodetruth' && a.name === 'node1' && a.verb === 'get'), JSON.stringify(attrs));
+  });
+}
+
 
 scenario('runtime: /v1/runtime shows RuntimeReady true, NetworkReady false (no CNI), systemd cgroup driver', async () => {
   const { body } = await get200('/v1/runtime');
@@ -217,7 +350,7 @@ scenario('runtime: /v1/runtime shows RuntimeReady true, NetworkReady false (no C
 });
 
 scenario('processes: /v1/containers/{id}/processes lists the container\'s real main PID', async () => {
-  const ticker = setup.containers.ticker;
+  const ticker = setup().containers.ticker;
   assert.ok(ticker.pid && ticker.pid > 1, `driver reported pid ${ticker.pid}`);
   const { body } = await get200(`/v1/containers/${ticker.id}/processes`);
   const pids = itemsOf(body).map((p: { pid: number }) => p.pid);
@@ -230,7 +363,7 @@ scenario('processes: /v1/containers/{id}/processes lists the container\'s real m
 });
 
 scenario('namespaces: pid namespace private, net namespace shared with the host (hostNetwork pod)', async () => {
-  const { body } = await get200(`/v1/containers/${setup.containers.ticker.id}/namespaces`);
+  const { body } = await get200(`/v1/containers/${setup().containers.ticker.id}/namespaces`);
   const ns = (t: string) => itemsOf(body).find((n: { type: string }) => n.type === t);
   assert.equal(ns('pid')?.sharedWith, 'private', JSON.stringify(ns('pid')));
   assert.equal(ns('net')?.sharedWith, 'host', JSON.stringify(ns('net')));
@@ -238,16 +371,16 @@ scenario('namespaces: pid namespace private, net namespace shared with the host 
 });
 
 scenario('inspect: /v1/containers/{id} has the main pid and never shows an environment value', async () => {
-  const { body, text } = await get200(`/v1/containers/${setup.containers.ticker.id}`);
-  assert.equal(body.pid, setup.containers.ticker.pid);
-  assert.equal(body.podUid, setup.pods.web.uid);
+  const { body, text } = await get200(`/v1/containers/${setup().containers.ticker.id}`);
+  assert.equal(body.pid, setup().containers.ticker.pid);
+  assert.equal(body.podUid, setup().pods.web.uid);
   assert.ok(!text.includes('e2e-secret-value-do-not-show'), 'the API_TOKEN value leaked into /v1/containers/{id}');
 });
 
 scenario('pods: /v1/pods lists the four sandboxes with name, namespace, UID, ready', async () => {
   const { body } = await get200('/v1/pods?namespace=e2e');
   const items = itemsOf(body);
-  for (const pod of Object.values(setup.pods)) {
+  for (const pod of Object.values(setup().pods)) {
     const p = items.find((x: { id: string }) => x.id === pod.id);
     assert.ok(p, `pod ${pod.name} (${short(pod.id)}) missing from /v1/pods`);
     assert.deepEqual([p.name, p.namespace, p.uid, p.state, p.attempt], [pod.name, 'e2e', pod.uid, 'SANDBOX_READY', 0]);
@@ -263,18 +396,18 @@ scenario('node: /v1/node reports cgroup v2 with the systemd driver, PSI, and a r
 });
 
 scenario('crash loop: /v1/containers shows attempts 0-3 of one container, each exited with code 1', async () => {
-  const pod = setup.pods.crashloop;
+  const pod = setup().pods.crashloop;
   const { body } = await get200('/v1/containers');
   const mine = itemsOf(body)
     .filter((c: { podUid: string; name: string }) => c.podUid === pod.uid && c.name === 'crash')
     .sort((a: { attempt: number }, b: { attempt: number }) => a.attempt - b.attempt);
   assert.deepEqual(
     mine.map((c: { id: string; attempt: number; state: string; exitCode: number; podId: string }) => ({ id: c.id, attempt: c.attempt, state: c.state, exitCode: c.exitCode, podId: c.podId })),
-    setup.containers.crash.map((c) => ({ id: c.id, attempt: c.attempt, state: 'CONTAINER_EXITED', exitCode: 1, podId: pod.id })),
+    setup().containers.crash.map((c) => ({ id: c.id, attempt: c.attempt, state: 'CONTAINER_EXITED', exitCode: 1, podId: pod.id })),
   );
   for (const c of mine) assert.equal(c.reason, 'Error');
   // the restart history of the newest attempt
-  const last = setup.containers.crash.at(-1)!;
+  const last = setup().containers.crash.at(-1)!;
   const { body: inspect } = await get200(`/v1/containers/${last.id}`);
   assert.deepEqual(
     itemsOf(inspect, 'restarts').map((r: { attempt: number; exitCode: number }) => [r.attempt, r.exitCode]),
@@ -283,8 +416,8 @@ scenario('crash loop: /v1/containers shows attempts 0-3 of one container, each e
 });
 
 scenario('OOM: /v1/oom shows the kernel\'s kill with the pod UID and container ID', async () => {
-  const pod = setup.pods['oom-victim'];
-  const hog = setup.containers.hog;
+  const pod = setup().pods['oom-victim'];
+  const hog = setup().containers.hog;
   assert.equal(hog.exitCode, 137, `driver saw exit ${hog.exitCode} ${hog.reason}`);
   const { body } = await get200('/v1/oom');
   const kills = itemsOf(body, 'kills');
@@ -302,10 +435,10 @@ scenario('OOM: /v1/oom shows the kernel\'s kill with the pod UID and container I
 });
 
 scenario('OOM: /v1/cgroups shows the pod\'s oomKill >= 1 after the container\'s cgroup is gone', async () => {
-  const pod = setup.pods['oom-victim'];
+  const pod = setup().pods['oom-victim'];
   const { body } = await get200('/v1/cgroups');
   const items = itemsOf(body);
-  assert.ok(!items.some((r: { containerId: string | null }) => r.containerId === setup.containers.hog.id), 'the OOM-killed container still has a cgroup');
+  assert.ok(!items.some((r: { containerId: string | null }) => r.containerId === setup().containers.hog.id), 'the OOM-killed container still has a cgroup');
   const podCg = items.find((r: { kind: string; podUid: string }) => r.kind === 'pod' && r.podUid === pod.uid);
   assert.ok(podCg, `no pod cgroup for ${pod.uid}`);
   assert.equal(podCg.qos, 'burstable');
@@ -313,7 +446,7 @@ scenario('OOM: /v1/cgroups shows the pod\'s oomKill >= 1 after the container\'s 
 });
 
 scenario('kernel: /v1/kernel has the oom-kill record naming the container\'s cgroup, with a kmsg sequence number', async () => {
-  const hog = setup.containers.hog;
+  const hog = setup().containers.hog;
   const { body } = await get200('/v1/kernel?pattern=oom-kill');
   const recs = itemsOf(body, 'records').filter((r: { text: string }) => r.text.includes(hog.id));
   assert.ok(recs.length >= 1, `no oom-kill record mentions ${hog.id}: ${JSON.stringify(body).slice(0, 600)}`);
@@ -324,9 +457,9 @@ scenario('throttling: the spinning container under a 0.1-core quota ranks first,
   const { body } = await get200('/v1/throttling?window=5s', 60_000);
   const items = itemsOf(body);
   assert.ok(items.length > 0, 'no throttling entries');
-  assert.equal(items[0].containerId, setup.containers.spin.id, `first: ${JSON.stringify(items[0])}`);
+  assert.equal(items[0].containerId, setup().containers.spin.id, `first: ${JSON.stringify(items[0])}`);
   assert.ok(items[0].throttledShare > 0.5, `throttledShare ${items[0].throttledShare}`);
-  assert.equal(items[0].podUid, setup.pods.spinner.uid);
+  assert.equal(items[0].podUid, setup().pods.spinner.uid);
 });
 
 scenario('metrics: /metrics has cAdvisor-named series with pod_uid for the throttled and the OOM-killed pods', async () => {
@@ -336,9 +469,9 @@ scenario('metrics: /metrics has cAdvisor-named series with pod_uid for the throt
       .split('\n')
       .filter((l) => l.startsWith(name + '{') && l.includes(`pod_uid="${podUid}"`))
       .map((l) => Number(l.slice(l.lastIndexOf(' ') + 1)));
-  const throttled = value('container_cpu_cfs_throttled_periods_total', setup.pods.spinner.uid);
+  const throttled = value('container_cpu_cfs_throttled_periods_total', setup().pods.spinner.uid);
   assert.ok(throttled.some((v) => v > 0), `container_cpu_cfs_throttled_periods_total for the spinner: ${JSON.stringify(throttled)}`);
-  const ooms = value('container_oom_events_total', setup.pods['oom-victim'].uid);
+  const ooms = value('container_oom_events_total', setup().pods['oom-victim'].uid);
   assert.ok(ooms.some((v) => v >= 1), `container_oom_events_total for oom-victim: ${JSON.stringify(ooms)}`);
   assert.match(text, /^nodetruth_network_ready(\{[^}]*\})? 0$/m);
   assert.match(text, /^nodetruth_runtime_ready(\{[^}]*\})? 1$/m);
@@ -353,17 +486,18 @@ scenario('journal: /v1/logs?query=containerd returns real journald entries', asy
 });
 
 scenario('container logs: /v1/containers/{id}/logs reads the CRI log file', async () => {
-  const { text } = await get200(`/v1/containers/${setup.containers.ticker.id}/logs?tailLines=5`);
+  const { text } = await get200(`/v1/containers/${setup().containers.ticker.id}/logs?tailLines=5`);
   assert.match(text, /tick \d+/);
-  const crash = setup.containers.crash.at(-1)!;
+  const crash = setup().containers.crash.at(-1)!;
   const { text: crashText } = await get200(`/v1/containers/${crash.id}/logs`);
   assert.match(crashText, /starting attempt 3/);
   assert.match(crashText, /fatal: missing config/);
 });
 
 test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout: 240_000 }, async (t) => {
-  const v = vm!;
-  const ticker = setup.containers.ticker;
+  if (!agent.out) throw new Error('the node did not come up (see the before hook)');
+  const v = vm();
+  const ticker = setup().containers.ticker;
   const sub = (name: string, fn: () => Promise<void>) =>
     t.test(name, async () => {
       try {
@@ -386,7 +520,7 @@ test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout:
     }
     await sub('GET /v1/cgroups still answers 200', async () => {
       const { body } = await get200('/v1/cgroups');
-      assert.ok(itemsOf(body).some((r: { podUid: string }) => r.podUid === setup.pods.web.uid));
+      assert.ok(itemsOf(body).some((r: { podUid: string }) => r.podUid === setup().pods.web.uid));
     });
     await sub('GET /v1/logs?query=containerd still answers 200', async () => {
       const { body } = await get200('/v1/logs?query=containerd&tailLines=10');
@@ -412,22 +546,12 @@ test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout:
   });
 });
 
-scenario('shutdown: SIGTERM stops the agent within 15 s, after everything above', async () => {
-  const r = await vm!.exec(
-    [
-      'pid=$(systemctl show -p MainPID --value nodetruth.service)',
-      '[ "${pid:-0}" -gt 0 ] || { echo "nodetruth is not running"; exit 1; }',
-      'kill -TERM "$pid"',
-      'i=0; while [ $i -lt 30 ]; do [ -d /proc/$pid ] || { echo "exited $((i / 2)) s after SIGTERM"; exit 0; }; sleep 0.5; i=$((i + 1)); done',
-      'echo "still running 15 s after SIGTERM; its open files and threads:"',
-      'ls -l /proc/$pid/fd | sed -n "s/.* -> //p" | sort | uniq -c',
-      'for t in /proc/$pid/task/*; do echo "thread $(cat $t/comm) wchan=$(cat $t/wchan) state=$(cut -d" " -f3 $t/stat)"; done',
-      'for t in /proc/$pid/task/*; do [ "$(cut -d" " -f3 $t/stat)" = D ] && { echo "kernel stack of $(cat $t/comm):"; cat $t/stack; }; done',
-      'ps -o pid,args --ppid "$pid"',
-      'exit 1',
-    ].join('\n'),
-    60,
-  );
-  log(r.out.trim());
-  assert.equal(r.rc, 0, `${r.out}\nagent log tail:\n${tailFile(vm!.agentLog, 5)}`);
+scenario(`shutdown: kubelet's StopContainer (SIGTERM, ${agent.graceSec} s grace) ends the agent with exit 0 within the grace`, async () => {
+  const id = agent.out!.container.id;
+  const r = await vm().exec(`cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts agent-stop ${id} ${agent.graceSec}`, agent.graceSec + 60);
+  assert.equal(r.rc, 0, r.out);
+  const stopped = JSON.parse(r.out.trim().split('\n').at(-1) ?? '{}') as { exitCode: number; reason: string; stopMs: number };
+  log(`${agent.mode}: stopped in ${stopped.stopMs} ms, exit ${stopped.exitCode} ${stopped.reason}`);
+  assert.equal(stopped.exitCode, 0, `exit ${stopped.exitCode} (${stopped.reason}): 137 means the grace ran out and SIGKILL ended it\n${r.out}`);
 });
+}

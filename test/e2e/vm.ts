@@ -15,6 +15,15 @@ export const projectRoot = resolve(here, '..', '..');
 
 /** nodetruth listens on 127.0.0.1:7070 in the guest; socat relays 10.0.2.15:7071 to it. */
 const GUEST_RELAY_PORT = 7071;
+/** The DaemonSet's agent listens on the node's address itself (--listen=$(POD_IP):7070). */
+const GUEST_NODE_PORT = 7070;
+/**
+ * Where the guest reaches the FAKE API server on the host: slirp's guestfwd connects this
+ * one guest address and port (and nothing else) to a command run per connection, socat to
+ * the fake's loopback port. restrict=on still blocks every other connection to the host.
+ */
+export const GUEST_API_ADDR = '10.0.2.100';
+export const GUEST_API_PORT = 443;
 
 export interface ExecResult {
   rc: number;
@@ -59,6 +68,10 @@ export class NodeVm {
   readonly controlLog: string;
   readonly pidFile: string;
   hostPort = 0;
+  /** host port forwarded to the guest's 10.0.2.15:7070 (the DaemonSet's agent) */
+  nodePort = 0;
+  /** set before boot(): the FAKE API server's loopback port the guest's API address leads to */
+  apiServerPort = 0;
   private pid: number | undefined;
   private seq = 0;
   /** set when a command outlived its timeout: the guest stopped answering, send no more */
@@ -96,9 +109,11 @@ export class NodeVm {
     const overlay = join(this.runDir, 'overlay.qcow2');
     await runOk('qemu-img', ['create', '-q', '-f', 'qcow2', '-F', 'raw', '-b', this.image.rootfs, overlay], { timeoutMs: 30_000 });
     this.hostPort = await freePort();
+    this.nodePort = await freePort();
+    const guestfwd = this.apiServerPort ? `,guestfwd=tcp:${GUEST_API_ADDR}:${GUEST_API_PORT}-cmd:socat - TCP:127.0.0.1:${this.apiServerPort}` : '';
     const started = Date.now();
     const args = [
-      '-name', 'nodetruth-e2e',
+      '-name', `nodetruth-e2e-${this.image.suite}`,
       '-accel', 'tcg,thread=multi',
       '-cpu', 'max',
       '-smp', '2',
@@ -108,7 +123,7 @@ export class NodeVm {
       // sysrq_always_enabled: a stuck guest can be asked for its blocked tasks (stuckDump)
       '-append', 'console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0 sysrq_always_enabled',
       '-drive', `file=${overlay},if=virtio,format=qcow2`,
-      '-netdev', `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${this.hostPort}-:${GUEST_RELAY_PORT}`,
+      '-netdev', `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${this.hostPort}-:${GUEST_RELAY_PORT},hostfwd=tcp:127.0.0.1:${this.nodePort}-:${GUEST_NODE_PORT}${guestfwd}`,
       '-device', 'virtio-net-pci,netdev=net0',
       '-virtfs', `local,path=${projectRoot},mount_tag=project,security_model=none,readonly=on,id=project`,
       '-virtfs', `local,path=${this.shareDir},mount_tag=share,security_model=none,id=share`,
@@ -128,7 +143,7 @@ export class NodeVm {
     if (!Number.isInteger(this.pid) || this.pid <= 0) throw new Error(`bad qemu pidfile ${this.pidFile}`);
     log(`qemu pid ${this.pid}, host port ${this.hostPort}, run dir ${this.runDir}`);
 
-    await waitFor('the guest to be ready (containerd up, images imported)', 300_000, () => {
+    await waitFor('the guest to be ready (containerd up, images imported)', 900_000, () => {
       this.assertAlive();
       const stage = readStage(this.shareDir);
       if (stage === 'ready') return true;

@@ -26,6 +26,21 @@ else
   stage images-failed
 fi
 
+# The agent's image (scripts/build-image.sh's OCI archive, on the read-only project share).
+# ctr names an OCI archive's image after its org.opencontainers.image.ref.name only when
+# it starts with --base-name (otherwise it is imported unnamed).
+if [ -s "$S/agent-image.txt" ]; then
+  read -r archive name < "$S/agent-image.txt"
+  log "importing $archive as $name"
+  if ctr -n k8s.io images import --base-name "${name%:*}" "$archive" >> "$S/control.log" 2>&1 \
+     && ctr -n k8s.io images ls -q | grep -qx "$name"; then
+    stage agent-image-imported
+  else
+    ctr -n k8s.io images ls >> "$S/control.log" 2>&1
+    stage images-failed
+  fi
+fi
+
 # slirp's hostfwd reaches 10.0.2.15 only, nodetruth listens on loopback: relay between them.
 systemd-run --unit=e2e-relay --collect \
   socat TCP-LISTEN:7071,fork,reuseaddr TCP:127.0.0.1:7070 >> "$S/control.log" 2>&1

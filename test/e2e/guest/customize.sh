@@ -1,5 +1,6 @@
 #!/bin/sh
-# mmdebstrap --customize-hook: configures the node guest. $1 is the root directory.
+# mmdebstrap --customize-hook: configures the node guest. $1 is the root directory,
+# $2 the build directory (files kept beside the image).
 # Runs on the build host (as root) before the directory becomes an ext4 image.
 # Everything that changes per run lives on the share (control.sh, start-agent.sh),
 # so editing those does not rebuild the image; editing this file does (it is hashed).
@@ -42,7 +43,26 @@ mkdir -p "$R/var/log/journal" "$R/etc/systemd/journald.conf.d"
 printf '[Journal]\nStorage=persistent\n' > "$R/etc/systemd/journald.conf.d/10-persistent.conf"
 
 # --- containerd: CRI with runc + systemd cgroup driver, local sandbox image, no CNI ------
+# containerd 1.x reads a `version = 2` config (plugin io.containerd.grpc.v1.cri); 2.x a
+# `version = 3` one whose CRI settings live in io.containerd.cri.v1.images and
+# io.containerd.cri.v1.runtime. For 2.x the guest's own `containerd config default` is the
+# template (kept beside the image as containerd-config-default.toml): only the keys we
+# need are changed, and the build fails when one is not where that output puts it.
 mkdir -p "$R/etc/containerd"
+ver=$(chroot "$R" containerd --version | sed -n 's/.* v\{0,1\}\([0-9][0-9]*\)\.\([0-9][0-9]*\)\.[0-9].*/\1/p' | head -1)
+echo "containerd in the guest: $(chroot "$R" containerd --version)"
+if [ "${ver:-1}" -ge 2 ]; then
+  chroot "$R" containerd config default > "$R/etc/containerd/config-default.toml"
+  [ -n "${2:-}" ] && cp "$R/etc/containerd/config-default.toml" "$2/containerd-config-default.toml"
+  grep -q "^version = 3" "$R/etc/containerd/config-default.toml" || { echo "containerd $ver: config default is not version 3"; exit 1; }
+  awk '
+    /^ *\[/ { sect = $0; gsub(/^ +| +$/, "", sect) }
+    sect == "[plugins.'"'"'io.containerd.cri.v1.images'"'"'.pinned_images]" && /^ *sandbox = / { sub(/=.*/, "= '"'"'localhost/e2e/pause:1'"'"'"); done1 = 1 }
+    sect == "[plugins.'"'"'io.containerd.cri.v1.runtime'"'"'.containerd.runtimes.runc.options]" && /^ *SystemdCgroup = / { sub(/=.*/, "= true"); done2 = 1 }
+    { print }
+    END { if (!done1 || !done2) { print "missing key: pinned_images.sandbox=" done1 " runc.options.SystemdCgroup=" done2 > "/dev/stderr"; exit 1 } }
+  ' "$R/etc/containerd/config-default.toml" > "$R/etc/containerd/config.toml"
+else
 cat > "$R/etc/containerd/config.toml" <<'TOML'
 version = 2
 
@@ -59,6 +79,7 @@ version = 2
     bin_dir = "/opt/cni/bin"
     conf_dir = "/etc/cni/net.d"
 TOML
+fi
 
 # --- the control unit: runs test/e2e/guest/control.sh from the read-only project share ---
 cat > "$R/etc/systemd/system/e2e-control.service" <<'UNIT'
