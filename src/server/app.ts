@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { loadKubeClient } from '../sources/kube/api.js';
 import { VERSION } from '../version.js';
-import type { AppDeps } from './deps.js';
+import type { Sources } from '../sources/index.js';
 import { auditClientError, installAuditLog } from './plugins/audit.js';
 import { installAuth, installHostCheck } from './plugins/auth.js';
 import { installLoadShed } from './plugins/load-shed.js';
@@ -28,11 +28,18 @@ import { loadTls, watchTlsFiles, type TlsMaterial } from './tls.js';
 
 export type App = FastifyInstance;
 
+/** What the routes are given: the process's sources and its shutdown signal (aborted when the agent stops: follow streams end on it). */
+export interface AppDeps extends Sources {
+  shutdown: AbortSignal;
+}
+
 /**
- * The HTTP API over the sources in `deps`. Listening is the caller's business.
- * TLS (src/server/tls.ts) comes from the config unless `opts.tls` gives it (null: plain HTTP).
+ * The HTTP API over `sources` (src/sources/index.ts createSources). Listening is the caller's business.
+ * `opts.shutdown` is the process's: aborted when it stops. TLS (src/server/tls.ts) comes from the
+ * config unless `opts.tls` gives it (null: plain HTTP).
  */
-export async function buildApp(deps: AppDeps, opts: { tls?: TlsMaterial | null } = {}): Promise<App> {
+export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; tls?: TlsMaterial | null }): Promise<App> {
+  const deps: AppDeps = { ...sources, shutdown: opts.shutdown };
   const tls = opts.tls === undefined ? await loadTls(deps.config, deps.log) : opts.tls;
   const app = Fastify({
     // typed as plain HTTP either way: an https.Server is one to everything here
