@@ -8,13 +8,13 @@
  * the read (a container that just died) are skipped, not errors.
  */
 import type { Dirent } from 'node:fs';
-import type { CgroupDriver, CgroupMode, CgroupStats, KubeCgroup, QosClass } from '../../model/cgroup.js';
+import type { CgroupDriver, CgroupMode, CgroupStats, IoDeviceStat, KubeCgroup, PidsStats, Pressure, QosClass } from '../../model/cgroup.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { mapLimit } from '../../util/concurrency.js';
-import { readFilesInSync } from '../hostfs/read-sync.js';
-import { parseCpu, parseIoStat, parseLimit, parseMemory, parsePsi, parseSingle } from './parse.js';
+import { scanFilesInSync } from '../hostfs/read-sync.js';
+import { cpuMaxAt, cpuStatInto, emptyCpu, emptyMemory, ioStatAt, limitAt, memoryEventsAt, memoryStatInto, psiAt, singleAt, workingSet } from './parse.js';
 import { KUBEPODS_NAMES, normUid } from './kubepods-path.js';
 
 export const CGROUP_MOUNT = '/sys/fs/cgroup';
@@ -214,42 +214,69 @@ const FILES = [
 export const STAT_FILES: readonly string[] = FILES;
 export type StatFile = (typeof FILES)[number];
 
+const FILE_ID = new Map<string, number>(FILES.map((f, i) => [f, i]));
+/** For each list of files a caller reads, their index in FILES (worked out once per list). */
+const fileIds = new WeakMap<readonly StatFile[], Uint8Array>();
+const idsOf = (only: readonly StatFile[]) => {
+  let ids = fileIds.get(only);
+  if (!ids) fileIds.set(only, (ids = Uint8Array.from(only, (f) => FILE_ID.get(f)!)));
+  return ids;
+};
+
+/** The largest file read: io.stat of a node with many devices; anything longer is cut (and its last line refused). */
+const MAX_FILE_BYTES = 64 * 1024;
+
 /**
  * Read and parse one cgroup's files. Missing files give nulls; null overall
  * when the cgroup itself is gone (cpu.stat exists in every v2 cgroup, whether
- * or not the cpu controller is enabled). Synchronous reads (readFilesInSync):
- * cgroupfs never waits on a disk, and one cgroup is a small batch.
+ * or not the cpu controller is enabled). Synchronous reads (scanFilesInSync):
+ * cgroupfs never waits on a disk, and one cgroup is a small batch. Each file is
+ * parsed in the read buffer as it is (no string per file, line or key), and only
+ * the keys a record holds are kept.
  */
 export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] = FILES, onMalformed?: (file: string) => void): CgroupStats | null {
   // `only`: a caller that needs a few fields (a /metrics scrape) reads only their files;
   // the others parse as absent (null). On a 1,000-container node every file is ~20 µs.
-  let t: (string | null)[];
-  if (only === FILES) t = readFilesInSync(dir, FILES, 64 * 1024);
-  else {
-    const got = readFilesInSync(dir, only, 64 * 1024);
-    const byName = new Map<string, string | null>(only.map((f, i) => [f, got[i]!]));
-    t = FILES.map((f) => byName.get(f) ?? null);
+  const ids = idsOf(only);
+  const memory = emptyMemory();
+  const cpu = emptyCpu();
+  const pids: PidsStats = { current: null, max: null };
+  const pressure: Pressure = { cpu: null, memory: null, io: null };
+  let io: IoDeviceStat[] | null = null;
+  let sawCpuStat = false;
+  const there = scanFilesInSync(dir, only, MAX_FILE_BYTES, (i, b, len) => {
+    const id = ids[i]!;
+    const bad = onMalformed && (() => onMalformed(FILES[id]!));
+    switch (id) {
+      case 0: memory.current = singleAt(b, 0, len, bad); break;
+      case 1: memory.max = limitAt(b, 0, len, bad); break;
+      case 2: memory.peak = singleAt(b, 0, len, bad); break;
+      case 3: memory.swapCurrent = singleAt(b, 0, len, bad); break;
+      case 4: memory.swapMax = limitAt(b, 0, len, bad); break;
+      case 5: memory.events = memoryEventsAt(b, 0, len, bad); break;
+      case 6: memory.eventsLocal = memoryEventsAt(b, 0, len, bad); break;
+      case 7: memoryStatInto(memory, b, 0, len, bad); break;
+      case 8: sawCpuStat = true; cpuStatInto(cpu, b, 0, len, bad); break;
+      case 9: cpu.max = cpuMaxAt(b, 0, len, bad); break;
+      case 10: cpu.weight = singleAt(b, 0, len, bad); break;
+      case 11: pids.current = singleAt(b, 0, len, bad); break;
+      case 12: pids.max = limitAt(b, 0, len, bad); break;
+      case 13: io = ioStatAt(b, 0, len, bad); break;
+      case 14: pressure.cpu = psiAt(b, 0, len, bad); break;
+      case 15: pressure.memory = psiAt(b, 0, len, bad); break;
+      case 16: pressure.io = psiAt(b, 0, len, bad); break;
+    }
+  });
+  if (!there) return null;
+  if (!sawCpuStat) {
+    let controllers = false;
+    scanFilesInSync(dir, CONTROLLERS, 4096, () => (controllers = true));
+    if (!controllers) return null;
   }
-  const [memCur, memMax, memPeak, swapCur, swapMax, events, eventsLocal, memStat, cpuStat, cpuMax, cpuWeight, pidsCur, pidsMax, ioStat, cpuP, memP, ioP] = t;
-  if (cpuStat === null && readFilesInSync(dir, ['cgroup.controllers'], 4096)[0] === null) return null;
-  const bad = onMalformed && ((file: string) => () => onMalformed(file));
-  return {
-    memory: parseMemory({
-      current: memCur!,
-      max: memMax!,
-      peak: memPeak!,
-      swapCurrent: swapCur!,
-      swapMax: swapMax!,
-      events: events!,
-      eventsLocal: eventsLocal!,
-      stat: memStat!,
-    }, onMalformed),
-    cpu: parseCpu(cpuStat!, cpuMax!, cpuWeight!, onMalformed),
-    pids: { current: parseSingle(pidsCur!, bad?.('pids.current')), max: parseLimit(pidsMax!, bad?.('pids.max')) },
-    io: parseIoStat(ioStat!, bad?.('io.stat')),
-    pressure: { cpu: parsePsi(cpuP!, bad?.('cpu.pressure')), memory: parsePsi(memP!, bad?.('memory.pressure')), io: parsePsi(ioP!, bad?.('io.pressure')) },
-  };
+  memory.workingSet = workingSet(memory.current, memory.inactiveFile);
+  return { memory, cpu, pids, io, pressure };
 }
+const CONTROLLERS = ['cgroup.controllers'];
 
 export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<CgroupStats | null> {
   return readCgroupStatsSync(dir);

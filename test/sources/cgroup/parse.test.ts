@@ -87,8 +87,71 @@ t.test('memory.events: container (child OOM-killed) and pod slice (hierarchical,
 });
 
 t.test('flat keyed files ignore junk lines', async (t) => {
-  t.same([...parseFlatKeyed('a 1\n\nb x\nnokey\n c 3\nd -2\n')!], [['a', 1], ['d', -2]]);
-  t.equal(parseFlatKeyed(null), null);
+  const junk = 'a 1\n\nb x\nnokey\n c 3\nd -2\n';
+  let told = 0;
+  t.same([...parseFlatKeyed(junk, ['a', 'b', 'c', 'd'], () => told++)!], [['a', 1], ['d', -2]]);
+  t.equal(told, 1, 'the file is told once');
+  t.same([...parseFlatKeyed('a 1\nb 2\na 3\n', ['a'])!], [['a', 3]], 'the last line of a key wins');
+  t.equal(parseFlatKeyed(null, ['a']), null);
+});
+
+/*
+ * Only the keys a record holds are kept, but every line is checked: a tenant who writes
+ * junk into any line of its memory.stat is told about, whichever key the line names.
+ */
+t.test('hostile flat keyed lines: counted, skipped, the rest kept', async (t) => {
+  const cases: [string, string][] = [
+    ['21 digits', `pgfault ${'9'.repeat(21)}\n`],
+    ['beyond 2^64', 'pgfault 99999999999999999999\n'],
+    ['hex', 'pgfault 0x10\n'],
+    ['exponent', 'pgfault 1e9\n'],
+    ['decimal', 'pgfault 1.5\n'],
+    ['no value', 'pgfault\n'],
+    ['no key', ' 5\n'],
+    ['non-ASCII space', 'pgfault\u00a05\n'],
+    ['NUL', 'pgfault 5\u0000\n'],
+    ['CR only', '\r\n'],
+  ];
+  for (const [what, line] of cases) {
+    let told = 0;
+    const m = parseMemory({ current: '100\n', max: null, peak: null, swapCurrent: null, swapMax: null, events: null, eventsLocal: null, stat: `anon 1\n${line}inactive_file 40\n` }, () => told++);
+    t.equal(told, 1, `${what}: told`);
+    t.match(m, { anon: 1, inactiveFile: 40, workingSet: 60 }, `${what}: the good lines kept`);
+  }
+  t.equal(parseSingle(`${'1'.repeat(20)}\n`), 11111111111111111111, '20 digits: a u64 the kernel can write');
+  t.equal(parseSingle('18446744073709551615\n'), 18446744073709551615, 'u64 max: the double Number() gives');
+  t.equal(parseSingle('9007199254740993\n'), Number('9007199254740993'), 'above 2^53: rounded as Number() rounds');
+  t.equal(parseSingle(`${'1'.repeat(21)}\n`), null);
+  t.equal(parseSingle('-5\n'), -5, 'a sign, as before (cpu.max quota -1 on old kernels)');
+  t.equal(parseSingle('\t 7\r\n'), 7, 'ASCII whitespace trimmed');
+  t.equal(parseSingle('\u00a07\n'), null, 'other whitespace is not');
+  const long = 'x'.repeat(64 * 1024);
+  t.equal(parseFlatKeyed(long, ['x'])!.size, 0, 'a 64 KiB line without a space');
+});
+
+t.test('hostile PSI and io.stat lines are skipped whole', async (t) => {
+  const good = 'some avg10=1.00 avg60=2.00 avg300=3.00 total=4\n';
+  for (const bad of [
+    'some avg10=1.00 avg60=2.00 avg300=3.00 total=-4',
+    'some avg10=1e3 avg60=2.00 avg300=3.00 total=4',
+    'some avg10=0x1 avg60=2.00 avg300=3.00 total=4',
+    'some avg10=1.00001 avg60=2.00 avg300=3.00 total=4',
+    'some avg10=1.00 avg60=2.00 avg300=3.00',
+    'some avg10 avg60=2.00 avg300=3.00 total=4',
+    'some avg10=1=2 avg60=2.00 avg300=3.00 total=4',
+    `full avg10=1.00 avg60=2.00 avg300=3.00 total=${'9'.repeat(21)}`,
+    `some ${'k=v '.repeat(9)}`,
+    'sum avg10=1.00 avg60=2.00 avg300=3.00 total=4',
+  ]) {
+    let told = 0;
+    t.same(parsePsi(`${good}${bad}\n`, () => told++), { some: { avg10: 1, avg60: 2, avg300: 3, total: 4 }, full: null }, bad);
+    t.equal(told, 1, `${bad}: told`);
+  }
+  t.same(parsePsi('some avg10=0.58 avg60=47.58 avg300=99.99 total=1\n')!.some, { avg10: 0.58, avg60: 47.58, avg300: 99.99, total: 1 }, 'the doubles Number() gives');
+  let told = 0;
+  const io = parseIoStat(`8:0 rbytes=1 wbytes=2\n8:x rbytes=1\n1:2:3 rbytes=1\n12345678901:0 rbytes=1\n8:1 ${'k=1 '.repeat(17)}\n8:2 rbytes=zz\n`, () => told++)!;
+  t.same(io.map((d) => [d.device, d.rbytes, d.wbytes]), [['8:0', 1, 2], ['8:2', 0, 0]], 'bad devices and too many fields skipped; a bad value is 0, as a missing one');
+  t.equal(told, 1);
 });
 
 t.test('PSI', async (t) => {
