@@ -4,8 +4,10 @@ import type { CgroupMode, Pressure } from './cgroup.js';
 export interface DiskUse {
   /** host path asked for: /, /var/lib/containerd, /var/lib/kubelet */
   path: string;
-  /** false when the path does not exist on the host (then every figure is null) */
+  /** false when the path does not exist on the host, or its statfs did not answer (then every figure is null) */
   present: boolean;
+  /** why there are no figures although the path may be there: its statfs did not return in time (a hung mount) */
+  notAnswering?: string;
   totalBytes: number | null;
   freeBytes: number | null;
   /** free for unprivileged users (what kubelet's nodefs.available uses) */
@@ -46,4 +48,165 @@ export interface NodeHealth {
   disks: DiskUse[];
   cgroup: CgroupMode;
   kubelet: KubeletHealth;
+}
+
+/**
+ * The node facts of issue 15: what on-call engineers check by hand on a node that
+ * misbehaves (GET /v1/node `facts`). Each part is read on its own and bounded; one
+ * that cannot be read is null with a reason, never a failure of the whole.
+ */
+export interface NodeFacts {
+  conntrack: Conntrack;
+  taint: KernelTaint | null;
+  processes: ProcessStates;
+  certificates: KubeletCertificate[];
+  eviction: EvictionConfig;
+  /** statfs of each path the agent looked at, time-boxed (a hung mount never answers) */
+  mounts: MountAnswer[];
+  criLatency: CriLatency;
+}
+
+export type Conntrack =
+  | {
+      loaded: true;
+      /** /proc/sys/net/netfilter/nf_conntrack_count: entries in the agent's network namespace */
+      entries: number;
+      /** /proc/sys/net/netfilter/nf_conntrack_max: the limit (global, the same in every namespace) */
+      limit: number;
+      ratio: number | null;
+      /** whether the agent shares the host's network namespace (hostNetwork); if not, entries are its own namespace's */
+      hostNetwork: boolean | null;
+    }
+  | { loaded: false; reason: string };
+
+export interface TaintFlag {
+  bit: number;
+  letter: string;
+  meaning: string;
+}
+
+export interface KernelTaint {
+  /** /proc/sys/kernel/tainted as the kernel writes it */
+  value: number;
+  /** the set bits, decoded (bits the table does not know are listed with letter '?') */
+  flags: TaintFlag[];
+  /** the letters as an oops prints them after "Tainted: " (set flags only) */
+  letters: string;
+}
+
+export interface StuckProcess {
+  pid: number;
+  comm: string;
+  /** D (uninterruptible sleep) or Z (zombie) */
+  state: 'D' | 'Z';
+  ppid: number;
+  /** the kernel function a D-state task waits in (/proc/<pid>/wchan); null when not readable or 0 */
+  wchan: string | null;
+  /** the task's cgroup v2 path (/proc/<pid>/cgroup "0::") */
+  cgroup: string | null;
+  podUid: string | null;
+  containerId: string | null;
+}
+
+export interface StuckByPod {
+  /** null: not in a pod (a host process) */
+  podUid: string | null;
+  containerId: string | null;
+  state: 'D' | 'Z';
+  count: number;
+}
+
+export interface ProcessStates {
+  /** processes whose stat was read */
+  scanned: number;
+  dState: number;
+  zState: number;
+  /** per pod / container and state (containerId null: the pod cgroup itself or a host process) */
+  byPod: StuckByPod[];
+  /** the first of them, with wchan and cgroup (bounded) */
+  samples: StuckProcess[];
+  /** why the walk stopped early (a pid or time budget), null when it saw every process */
+  cut: string | null;
+}
+
+export interface KubeletCertificate {
+  /** which certificate: client (kubelet → API server) or serving (API server → kubelet) */
+  role: 'client' | 'serving';
+  /** host path asked for */
+  path: string;
+  /** where a link in pki led (kubelet-client-current.pem → kubelet-client-2026-...pem), null when none */
+  target: string | null;
+  present: boolean;
+  subject: string | null;
+  issuer: string | null;
+  notBefore: string | null;
+  notAfter: string | null;
+  /** NotAfter as seconds since the epoch (the metric's value) */
+  notAfterSeconds: number | null;
+  /** seconds until NotAfter at the time of the read (negative: expired) */
+  secondsLeft: number | null;
+  /** why no figures: absent, unreadable, no certificate in it */
+  error: string | null;
+}
+
+export type EvictionSignal = 'memory.available' | 'nodefs.available' | 'nodefs.inodesFree' | 'imagefs.available' | 'imagefs.inodesFree' | 'pid.available';
+
+export interface EvictionThreshold {
+  signal: EvictionSignal;
+  kind: 'hard' | 'soft';
+  /** as written: "100Mi", "10%" */
+  value: string;
+  /** a fraction of capacity ("10%") or null */
+  ratio: number | null;
+  /** an absolute quantity in bytes (or inodes / pids) or null */
+  quantity: number | null;
+  /** config: from kubelet's config file; default: kubelet's built-in default (Linux) */
+  from: 'config' | 'default';
+}
+
+export interface EvictionConfig {
+  /** the config file read (from kubelet's --config, else /var/lib/kubelet/config.yaml), null when none */
+  configPath: string | null;
+  /** how it was found */
+  foundBy: 'cmdline' | 'default-path' | null;
+  thresholds: EvictionThreshold[];
+  /** signals against the filesystems they watch, for the hard thresholds in force */
+  checks: EvictionCheck[];
+  error: string | null;
+}
+
+export interface EvictionCheck {
+  signal: EvictionSignal;
+  kind: 'hard' | 'soft';
+  path: string;
+  /** the signal's value now (bytes or inodes available) */
+  available: number;
+  capacity: number;
+  /** the threshold in the same unit */
+  threshold: number;
+  /** available below the threshold: kubelet evicts (hard) or will after the grace period (soft) */
+  crossed: boolean;
+}
+
+export type MountAnswer =
+  | { path: string; answered: true; ms: number }
+  | { path: string; answered: false; reason: string; since: string };
+
+export interface CriMethodLatency {
+  method: 'ListPodSandbox' | 'ListContainers';
+  /** calls seen in the window */
+  calls: number;
+  errors: number;
+  /** seconds */
+  lastSeconds: number | null;
+  lastAt: string | null;
+  lastCode: string | null;
+  maxSeconds: number | null;
+  p50Seconds: number | null;
+}
+
+export interface CriLatency {
+  /** the window the figures cover (calls of the last N seconds, at most M calls) */
+  windowSeconds: number;
+  methods: CriMethodLatency[];
 }

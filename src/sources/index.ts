@@ -19,6 +19,8 @@ import { lazyKubeAccess, type KubeAccess } from './kube/api.js';
 import { OomSource } from './oom/oom.js';
 import { PodLogs } from './podlogs/podlogs.js';
 import { procReadiness } from './proc/limiter.js';
+import { criLatencyOf } from './node/cri-latency.js';
+import { statfsReadiness } from './node/statfs.js';
 
 /** One source's answer to "can you read your layer right now?" */
 export interface SourceReadiness {
@@ -58,6 +60,7 @@ export interface Sources {
 export function createSources(config: Config, log: Logger): Sources {
   const hostFs = new HostFs(config.hostRoot);
   const cri = config.criEndpoint ? new CriClient(config.criEndpoint, config.criTimeoutMs) : null;
+  criLatencyOf(cri); // every CRI call from the start, for /v1/node's list latency (PLEG)
   // names for cgroups, series and OOM kills wait for the runtime as long as one CRI call may take
   const index = new RuntimeIndexSource(cri, config.criTimeoutMs);
   const journal = new JournalSource({ hostFs, journalctl: config.journalctl });
@@ -104,5 +107,7 @@ function readinessChecks(config: Config, hostFs: HostFs, cri: CriClient | null):
   });
   // cmdline reads stuck on a process's memory map (sources/proc/limiter.ts): not green while they hang
   checks.set('proc', async () => procReadiness());
+  // a hung mount's statfs never returns (node/statfs.ts): not green while one is out
+  checks.set('mounts', async () => statfsReadiness());
   return checks;
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { NodeHealth } from '../../model/node.js';
+import type { NodeFacts, NodeHealth } from '../../model/node.js';
+import { nodeFacts } from '../../sources/node/facts.js';
 import { nodeHealth } from '../../sources/node/health.js';
 import { withinDeadline } from '../../util/deadline.js';
 import type { AppDeps } from '../app.js';
@@ -20,7 +21,8 @@ async function runtimeReadiness(deps: AppDeps): Promise<RuntimeReadiness> {
   return { reachable: true, ready, conditions: o.value.conditions };
 }
 
-function nodeTable(b: NodeHealth & { runtime: RuntimeReadiness }) {
+function nodeTable(b: NodeHealth & { runtime: RuntimeReadiness; facts: NodeFacts }) {
+  const f = b.facts;
   const rows: (string | number | null)[][] = [
     ['kernel', b.kernelRelease ?? ''],
     ['uptime', b.uptimeSeconds === null ? '' : `${Math.round(b.uptimeSeconds)}s`],
@@ -38,6 +40,13 @@ function nodeTable(b: NodeHealth & { runtime: RuntimeReadiness }) {
     ]),
     ['kubelet', b.kubelet.reachable ? `${b.kubelet.status} ${b.kubelet.body}` : `unreachable: ${b.kubelet.error}`],
     ['runtime', b.runtime.reachable ? (b.runtime.ready ? 'ready' : 'not ready') : `unreachable: ${b.runtime.detail}`],
+    ['conntrack', f.conntrack.loaded ? `${f.conntrack.entries} of ${f.conntrack.limit} entries${f.conntrack.hostNetwork === false ? ' (the agent\'s own network namespace)' : ''}` : f.conntrack.reason],
+    ['taint', f.taint ? `${f.taint.value}${f.taint.letters ? ` ${f.taint.letters}` : ''}` : 'unknown'],
+    ['processes', `${f.processes.dState} in D state, ${f.processes.zState} zombies of ${f.processes.scanned}${f.processes.cut ? ` (${f.processes.cut})` : ''}`],
+    ...f.certificates.map((c) => [`cert ${c.role}`, c.notAfter ? `${c.path} expires ${c.notAfter}${c.secondsLeft !== null && c.secondsLeft < 0 ? ' (EXPIRED)' : ''}` : `${c.path}: ${c.error}`]),
+    ['eviction', `${f.eviction.configPath ?? 'no config file'}: ${f.eviction.thresholds.map((t) => `${t.signal}<${t.value}${t.kind === 'soft' ? ' (soft)' : ''}`).join(', ') || 'none'}`],
+    ...f.mounts.filter((m) => !m.answered).map((m) => [`mount ${m.path}`, m.answered ? '' : m.reason]),
+    ...f.criLatency.methods.map((m) => [`cri ${m.method}`, m.calls ? `last ${m.lastSeconds}s (${m.lastCode}), max ${m.maxSeconds}s over ${m.calls} calls` : 'no calls yet']),
   ];
   return { columns: ['WHAT', 'VALUE'], rows };
 }
@@ -47,7 +56,8 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
     '/v1/node',
     {
       schema: {
-        summary: 'Kernel, uptime, load, memory, PSI, PID use, disk and inode use, cgroup version and driver, kubelet healthz, runtime readiness',
+        summary:
+          'Kernel, uptime, load, memory, PSI, PID use, disk and inode use, cgroup version and driver, kubelet healthz, runtime readiness; facts: conntrack, taint, D/Z processes by pod, kubelet certificates, eviction thresholds in force, mounts that do not answer, CRI list latency',
         querystring: query({}),
       },
       config: { table: nodeTable },
@@ -55,11 +65,14 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
     async () => {
       // a part that cannot be read is null and named here; the rest of the answer stands
       const warnings: string[] = [];
-      const [health, runtime] = await Promise.all([
-        nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz, warnings }),
+      const healthP = nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz, warnings });
+      const [health, runtime, facts] = await Promise.all([
+        healthP,
         runtimeReadiness(deps),
+        // the disks of health feed the eviction checks: one statfs per path per answer
+        nodeFacts(deps.hostFs, { cri: deps.cri, disks: healthP.then((h) => h.disks), warnings }),
       ]);
-      return { ...health, runtime, warnings: [...new Set(warnings)] }; // loadavg is read for two parts
+      return { ...health, runtime, facts, warnings: [...new Set(warnings)] }; // loadavg is read for two parts
     },
   );
 };

@@ -13,6 +13,7 @@ import type { HostFs } from '../hostfs/hostfs.js';
 import { parseLoadavg, parseMeminfo, parseUptime } from '../proc/parse.js';
 import { countProcesses } from '../proc/proc.js';
 import { kubeletHealthz } from './kubelet.js';
+import { type StatfsBox, statfsBox } from './statfs.js';
 
 export const NODE_DISKS = ['/', '/var/lib/containerd', '/var/lib/kubelet'] as const;
 
@@ -37,10 +38,14 @@ const single = (t: string | null) => {
   return Number.isFinite(n) ? n : null;
 };
 
-export async function diskUse(fs: HostFs, path: string, warnings?: string[]): Promise<DiskUse> {
-  const st = await part(`statfs ${path}`, () => fs.statfs(path), null, warnings);
+export async function diskUse(fs: HostFs, path: string, warnings?: string[], box: StatfsBox = statfsBox): Promise<DiskUse> {
+  // time-boxed: a hung mount never returns from statfs (statfs.ts); it is reported, not waited for
+  const timed = await part(`statfs ${path}`, () => box.statfs(fs, path), null, warnings);
+  if (timed && !timed.ok) warnings?.push(`statfs ${path}: ${timed.reason}, skipped`);
+  const st = timed?.ok ? timed.value : null;
   if (!st) {
     return {
+      ...(timed && !timed.ok ? { notAnswering: timed.reason } : {}),
       path,
       present: false,
       totalBytes: null,
