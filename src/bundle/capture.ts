@@ -22,6 +22,15 @@
  * order, so the last ones (container log tails, then the journal, then cgroup
  * files) are the first to lose room, and route answers the last.
  *
+ * One moment (util/moment.ts): the whole capture runs inside a Moment, so the
+ * ~10 answers per container share one ListContainers + ListPodSandbox, one walk of
+ * the kubepods cgroups, one ContainerStatus per container and one cgroup mode
+ * check, and the raw CRI lists and cgroup files are those same reads. The cost is
+ * linear in the node; the manifest says the bundle is one moment, taken between
+ * capturedAt and finishedAt. The answers are still the routes' own (app.inject).
+ * The injected requests are not audited one by one (plugins/audit.ts): the
+ * capture's request or command writes one line, with `onManifest`'s figures.
+ *
  * A failed section never fails the capture: its error goes into the manifest.
  * Nothing here changes the node: reads only, journalctl with an argument array.
  */
@@ -33,8 +42,8 @@ import type { FastifyInstance } from 'fastify';
 import { pack as tarPack, type Pack } from 'tar-stream';
 import { REDACTED, redactDeep, redactText } from '../redact.js';
 import type { Sources } from '../sources/index.js';
-import { walkKubepods } from '../sources/cgroup/cgroups.js';
 import { ExportParser } from '../sources/journal/export-parser.js';
+import { Moment } from '../util/moment.js';
 import { VERSION } from '../version.js';
 import { countRedacted, DEFAULT_MAX_BYTES, FORMAT_VERSION, MANIFEST_NAME, routeEntryName, SECTION_KINDS, TRIM_ORDER, type Manifest, type Section, type SectionKind } from './format.js';
 
@@ -55,7 +64,22 @@ export interface CaptureOptions {
   logTailLines?: number;
   /** the throttling sample's window (default 1s) */
   throttlingWindow?: string;
+  /** called once the sections are known, before the manifest is written: for the one audit line of the capture */
+  onManifest?: (m: Manifest, inner: CaptureFigures) => void;
 }
+
+/** What one capture did, for its audit line. */
+export interface CaptureFigures {
+  /** requests injected and answered inside the capture's moment (not audited one by one) */
+  answers: number;
+  /** bytes of the route answers stored */
+  answerBytes: number;
+  /** sections that failed */
+  failedSections: number;
+}
+
+export const MOMENT_NOTE =
+  'one moment: every answer and raw section was built from the same source reads (one ListContainers and ListPodSandbox, one walk of the kubepods cgroups, one ContainerStatus per container), made between capturedAt and finishedAt';
 
 export const CAPTURE_LIMITS = {
   /** route answers fetched at once (each is bounded by the API itself) */
@@ -132,15 +156,20 @@ export async function captureBundle(o: CaptureOptions, out: Writable): Promise<M
   const sections: Section[] = [];
   const ctx: Ctx = { o, w, sections, signal: o.signal };
 
+  const moment = new Moment();
   try {
-    const found = await captureRoutes(ctx);
-    await captureCri(ctx);
-    await captureKmsg(ctx);
-    await captureCgroups(ctx);
-    await captureJournal(ctx, sinceMs);
-    await capturePodLogs(ctx, found.logs);
+    await moment.run(async () => {
+      const found = await captureRoutes(ctx);
+      await captureCri(ctx);
+      await captureKmsg(ctx);
+      await captureCgroups(ctx);
+      await captureJournal(ctx, sinceMs);
+      await capturePodLogs(ctx, found.logs);
+    });
   } catch (err) {
     if (!o.signal?.aborted) throw err;
+  } finally {
+    moment.end();
   }
 
   const byKind: Record<string, number> = Object.fromEntries(SECTION_KINDS.map((k) => [k, 0]));
@@ -151,7 +180,8 @@ export async function captureBundle(o: CaptureOptions, out: Writable): Promise<M
     version: VERSION,
     node: o.deps.config.nodeName,
     capturedAt: capturedAt.toISOString(),
-    finishedAt: new Date().toISOString(),
+    finishedAt: (moment.to ?? new Date()).toISOString(),
+    moment: MOMENT_NOTE,
     argv: (o.argv ?? []).map((a) => redactText(a)),
     hostRoot: o.deps.config.hostRoot,
     since: new Date(capturedAt.getTime() - sinceMs).toISOString(),
@@ -167,6 +197,8 @@ export async function captureBundle(o: CaptureOptions, out: Writable): Promise<M
     await done.catch(() => {});
     throw o.signal.reason instanceof Error ? o.signal.reason : new Error('capture aborted');
   }
+  const routes = sections.filter((s) => s.kind === 'route');
+  o.onManifest?.(manifest, { answers: moment.requests, answerBytes: routes.reduce((n, s) => n + s.bytes, 0), failedSections: sections.filter((s) => s.error !== undefined).length });
   await w.add('manifest', MANIFEST_NAME, Buffer.from(`${JSON.stringify(manifest, null, 1)}\n`));
   pack.finalize();
   await done;
@@ -317,14 +349,18 @@ async function storeRaw(ctx: Ctx, kind: SectionKind, name: string, source: Secti
   return section;
 }
 
-/** The CRI records the routes are built from, as the client normalizes them (already redacted; redacted again, idempotently). */
+/**
+ * The CRI records the routes are built from, as the client normalizes them (already redacted; redacted again, idempotently).
+ * The two lists are the moment's, the very ones the answers used (a ListContainers of its own only when the shared pair failed).
+ */
 async function captureCri(ctx: Ctx): Promise<void> {
   const cri = ctx.o.deps.cri;
+  const index = ctx.o.deps.index;
   const calls: [string, () => Promise<unknown>][] = [
     ['Version', () => cri!.version()],
     ['Status', () => cri!.status(true)],
-    ['ListPodSandbox', () => cri!.listPodSandboxes()],
-    ['ListContainers', () => cri!.listContainers()],
+    ['ListPodSandbox', () => index.sandboxes()],
+    ['ListContainers', () => index.index().then((i) => i.containerList, () => cri!.listContainers())],
     ['ListImages', () => cri!.listImages()],
     ['ImageFsInfo', () => cri!.imageFsInfo()],
   ];
@@ -392,7 +428,10 @@ async function captureCgroups(ctx: Ctx): Promise<void> {
     if (warnings.length < CAPTURE_LIMITS.maxWarnings) warnings.push(s.slice(0, 4000));
   };
   try {
-    const found = await walkKubepods(fs, { warnings });
+    // the moment's walk: the cgroups the answers were built from
+    const walked = await ctx.o.deps.cgroups.found({ names: false });
+    for (const s of walked.warnings) warn(s);
+    const found = walked.found;
     section.path = 'raw/cgroup/';
     for (const cg of found) {
       aborted(ctx);

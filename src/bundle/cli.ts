@@ -13,8 +13,9 @@ import { ConfigError, loadConfig, type Config } from '../config.js';
 import type { TriageReport } from '../model/triage.js';
 import { buildApp } from '../server/app.js';
 import { EXIT_CODES, renderText } from '../triage/report.js';
-import { captureBundle } from './capture.js';
-import { DEFAULT_MAX_BYTES, DEFAULT_READ_MAX_BYTES, defaultBundleName, parseSince, parseSize } from './format.js';
+import { redactText } from '../redact.js';
+import { captureBundle, type CaptureFigures } from './capture.js';
+import { DEFAULT_MAX_BYTES, DEFAULT_READ_MAX_BYTES, defaultBundleName, parseSince, parseSize, type Manifest } from './format.js';
 import { readBundle, BundleError } from './read.js';
 import { bundleBanner, buildBundleApp } from './serve.js';
 
@@ -71,8 +72,15 @@ export async function captureMain(argv: string[], io = { stderr: process.stderr 
     const onSignal = () => ac.abort(new Error('interrupted'));
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
+    const t0 = performance.now();
+    let figures: (CaptureFigures & { uncompressedBytes: number; sections: number; trimmed: string[] }) | null = null;
+    const onManifest = (m: Manifest, f: CaptureFigures) => void (figures = { ...f, uncompressedBytes: m.bytes, sections: m.sections.length, trimmed: m.trimmed });
+    // the one audit line of a capture (the requests it injects have none): as a request's, with what it took
+    const audit = (outcome: string) =>
+      log.info({ audit: { method: null, command: 'capture', argv: ['nodetruth', 'capture', ...argv].map((a) => redactText(a).slice(0, 1024)), file, outcome, capture: figures, bytes: out.bytesWritten, durationMs: Math.round(performance.now() - t0), user: null } }, 'capture');
     try {
-      const m = await captureBundle({ app, deps, sinceMs, maxBytes, argv: ['nodetruth', 'capture', ...argv], signal: ac.signal }, out);
+      const m = await captureBundle({ app, deps, sinceMs, maxBytes, argv: ['nodetruth', 'capture', ...argv], signal: ac.signal, onManifest }, out);
+      audit('ok');
       const failed = m.sections.filter((s) => s.error !== undefined);
       const routes = m.sections.filter((s) => s.kind === 'route');
       io.stderr.write(
@@ -82,6 +90,7 @@ export async function captureMain(argv: string[], io = { stderr: process.stderr 
       );
       return 0;
     } catch (err) {
+      audit(ac.signal.aborted ? 'interrupted' : 'failed');
       try {
         unlinkSync(file); // a half-written bundle is no bundle
       } catch {

@@ -80,6 +80,8 @@ export const manifestSchema = z.object({
   node: bounded(253),
   capturedAt: bounded(64),
   finishedAt: bounded(64),
+  /** what "one moment" means for this bundle: the answers share their source reads, made between capturedAt and finishedAt (absent in older bundles) */
+  moment: bounded(1024).optional(),
   argv: z.array(bounded(4096)).max(256),
   hostRoot: bounded(4096),
   since: bounded(64),

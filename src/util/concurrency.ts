@@ -1,3 +1,5 @@
+import { Moment } from './moment.js';
+
 /** Map over items with at most `limit` promises in flight; keeps input order. */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const out = new Array<R>(items.length);
@@ -21,6 +23,12 @@ export class SingleFlight {
   private readonly inflight = new Map<string, Promise<unknown>>();
 
   do<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    // inside a capture's moment (util/moment.ts) the first result is the moment's, shared by all its answers
+    const moment = Moment.current();
+    return moment ? moment.once(this, key, () => this.share(key, fn)) : this.share(key, fn);
+  }
+
+  private share<T>(key: string, fn: () => Promise<T>): Promise<T> {
     const running = this.inflight.get(key);
     if (running) return running as Promise<T>;
     const p = fn().finally(() => this.inflight.delete(key));

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { REDACTED, SECRET_KEY } from '../../redact.js';
+import { Moment } from '../../util/moment.js';
 import { requestOutcome } from '../request-signal.js';
 
 declare module 'fastify' {
@@ -100,9 +101,19 @@ type WithAudit = FastifyRequest & { [kAudit]?: AuditState };
  * line is written from 'close', guarded against a second write.
  * `outcome`: ok | client-gone | timeout | shutdown. Headers are never logged, and
  * secret-looking query values are redacted, so no bearer token reaches the log.
+ *
+ * Not audited one by one: the requests a capture injects into the app (bundle/capture.ts),
+ * recognised by the capture's Moment (util/moment.ts), which only code inside this process
+ * can open — never a header or anything else a client sends. The capture's own request (GET
+ * /v1/bundle) or command writes the one line, with how many answers it took.
  */
 export function installAuditLog(app: FastifyInstance): void {
   app.addHook('onRequest', async (req, reply) => {
+    const moment = Moment.current();
+    if (moment) {
+      moment.requests++;
+      return;
+    }
     const st: AuditState = { start: performance.now(), bytesBefore: req.raw.socket?.bytesWritten ?? 0, written: false };
     (req as WithAudit)[kAudit] = st;
     if (reply.raw.closed) writeAuditLine(req, reply);

@@ -2,8 +2,8 @@ import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { tooMany } from '../../errors.js';
-import { captureBundle } from '../../bundle/capture.js';
-import { DEFAULT_MAX_BYTES, defaultBundleName, parseSince, parseSize } from '../../bundle/format.js';
+import { captureBundle, type CaptureFigures } from '../../bundle/capture.js';
+import { DEFAULT_MAX_BYTES, defaultBundleName, parseSince, parseSize, type Manifest } from '../../bundle/format.js';
 import type { AppDeps } from '../app.js';
 import { exemptFromDeadline, requestSignal } from '../request-signal.js';
 import { query } from '../schemas.js';
@@ -62,7 +62,11 @@ export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       if (typeof req.headers.host === 'string') headers.host = req.headers.host;
       if (typeof req.headers.authorization === 'string') headers.authorization = req.headers.authorization;
       const argv = ['GET', req.url.slice(0, 1024)];
-      captureBundle({ app, deps, sinceMs: req.query.since, maxBytes: req.query.maxSize, argv, headers, signal }, out)
+      // the one audit line of the capture (its injected requests have none): how many answers, how many bytes before gzip
+      const onManifest = (m: Manifest, f: CaptureFigures) => {
+        req.auditExtra = { ...req.auditExtra, capture: { answers: f.answers, answerBytes: f.answerBytes, uncompressedBytes: m.bytes, sections: m.sections.length, failedSections: f.failedSections, trimmed: m.trimmed } };
+      };
+      captureBundle({ app, deps, sinceMs: req.query.since, maxBytes: req.query.maxSize, argv, headers, signal, onManifest }, out)
         .catch((err: Error) => {
           if (!signal.aborted) req.log.warn({ err }, 'bundle capture failed');
           out.destroy(err); // a cut stream must not look like a complete bundle
