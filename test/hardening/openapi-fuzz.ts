@@ -42,7 +42,9 @@ export function operations(doc: { paths: Record<string, Record<string, { paramet
   const ops: Operation[] = [];
   for (const [p, methods] of Object.entries(doc.paths)) {
     const get = methods.get;
-    if (!get || p === '/openapi.json') continue;
+    // /v1/bundle is every other route at once (a capture), one at a time by design (429 beyond):
+    // generated at fuzz rates it would only measure that; test/bundle/* covers its inputs
+    if (!get || p === '/openapi.json' || p === '/v1/bundle') continue;
     ops.push({ path: p, params: (get.parameters ?? []).filter((x) => x.in === 'query' || x.in === 'path') });
   }
   return ops.sort((a, b) => a.path.localeCompare(b.path));
