@@ -8,10 +8,11 @@
  */
 import type { Severity } from '../model/triage.js';
 import { percent } from '../format.js';
+import { KERNEL_PROBLEMS } from '../sources/kmsg/problems.js';
 import { KUBELET_JOURNAL_PATTERNS, type Phrase, THRESHOLDS as T } from './thresholds.js';
 
 /** The rules, by area (src/triage/rules/<area>.ts). */
-export type RuleName = 'runtime' | 'kubelet' | 'journal' | 'oom' | 'crash-loop' | 'sandboxes' | 'stuck-created' | 'throttling' | 'memory' | 'node' | 'sources';
+export type RuleName = 'runtime' | 'kubelet' | 'journal' | 'oom' | 'kernel' | 'crash-loop' | 'sandboxes' | 'stuck-created' | 'throttling' | 'memory' | 'node' | 'sources';
 
 export interface FindingKind {
   id: string;
@@ -109,6 +110,17 @@ export const FINDINGS: readonly FindingKind[] = [
     means: "The runtime says exit 137 with a reason other than `OOMKilled` while the kernel log shows the container's cgroup was OOM-killed (containerd records the reason racily).",
     todo: "Treat it as an OOM kill: raise the memory limit; don't chase an application error.",
   },
+  // one finding per kernel log problem; the phrases, meaning and hints are sources/kmsg/problems.ts's table
+  ...KERNEL_PROBLEMS.map(
+    (p): FindingKind => ({
+      id: p.id,
+      rule: 'kernel',
+      severities: [p.severity],
+      title: p.title,
+      means: `${p.means} ${p.lasting ? 'Reported whatever its age this boot.' : `Records of the last ${T.kernelWindowMinutes} minutes.`}`,
+      todo: p.hint,
+    }),
+  ),
   {
     id: 'crash-loop',
     rule: 'crash-loop',

@@ -14,7 +14,7 @@ export function verdictOf(findings: readonly Finding[]): Verdict {
 /** `nodetruth triage` exits 0 when all is well, 1 on warnings, 2 on critical findings. */
 export const EXIT_CODES: Record<Verdict, number> = { ok: 0, warning: 1, critical: 2 };
 
-const SOURCE_KEYS = ['runtime', 'pods', 'containers', 'cgroups', 'throttling', 'host', 'cni', 'oom', 'kubeletJournal'] as const;
+const SOURCE_KEYS = ['runtime', 'pods', 'containers', 'cgroups', 'throttling', 'host', 'cni', 'oom', 'kubeletJournal', 'kernel'] as const;
 
 /** A report, plus what the sources skipped while the snapshot was taken (an unreadable cgroup, a node file). */
 export type TriageReportWithWarnings = TriageReport & { warnings: string[] };
@@ -54,7 +54,8 @@ export function buildReport(s: TriageSnapshot, rules: readonly Rule[] = RULES): 
   for (const f of findings) counts[f.severity]++;
   const sources: Record<string, SourceOutcome> = {};
   for (const k of SOURCE_KEYS) {
-    const g = s[k] as Got<unknown>;
+    const g = s[k] as Got<unknown> | undefined;
+    if (!g) continue; // an optional source the snapshot did not read
     sources[k] = g.ok ? { ok: true, durationMs: g.durationMs } : { ok: false, durationMs: g.durationMs, error: g.error };
   }
   const warnings = s.warnings ?? [];

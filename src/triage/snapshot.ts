@@ -13,6 +13,7 @@ import type { CniState } from '../sources/cni/cni.js';
 import type { ContainerRow } from '../sources/cri/runtime-view.js';
 import type { JournalRecord } from '../sources/journal/record.js';
 import type { AttributedOomKill } from '../sources/oom/oom.js';
+import type { KernelProblems } from '../sources/kmsg/kernel-problems.js';
 import { isSourceError, SourceError, type SourceErrorCode } from '../sources/errors.js';
 import { THRESHOLDS } from './thresholds.js';
 
@@ -40,6 +41,8 @@ export interface TriageSnapshot {
   cni: Got<CniState>;
   oom: Got<{ kills: AttributedOomKill[]; warnings: string[] }>;
   kubeletJournal: Got<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
+  /** kernel log problems (sources/kmsg/problems.ts's table), attributed; absent where the sources do not read them */
+  kernel?: Got<KernelProblems>;
   /** items the sources skipped ("cgroups: cgroup /kubepods.slice/...: unreadable (EISDIR), skipped") */
   warnings?: string[];
 }
@@ -59,6 +62,8 @@ export interface TriageSources {
   cni(runtimeInfo: Record<string, unknown> | null): Promise<CniState>;
   oom(signal: AbortSignal): Promise<{ kills: AttributedOomKill[]; warnings: string[] }>;
   kubeletJournal(sinceUs: number, signal: AbortSignal): Promise<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
+  /** kernel log problems; optional: a snapshot without it has no kernel findings */
+  kernel?(signal: AbortSignal): Promise<KernelProblems>;
 }
 
 /** Per-source deadlines (ms); throttling gets its window on top. */
@@ -72,6 +77,7 @@ export const SOURCE_DEADLINES = {
   cni: 2000,
   oom: 8000,
   kubeletJournal: 10_000,
+  kernel: 8000,
 } as const;
 
 async function got<T>(fn: (signal: AbortSignal) => Promise<T>, deadlineMs: number, what: string): Promise<Got<T>> {
@@ -133,6 +139,8 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
   const sinceUs = (nowMs - THRESHOLDS.journalWindowMinutes * 60_000) * 1000;
   const runtimeP = got(() => src.runtime(), d.runtime, 'runtime');
   const w = { cgroups: [] as string[], throttling: [] as string[], host: [] as string[] };
+  // started with the others, awaited after them (an optional source kept out of the tuple below)
+  const kernelP = src.kernel ? got((signal) => src.kernel!(signal), d.kernel, 'kernel log problems') : null;
   const [runtime, pods, containers, cgroups, throttling, host, cni, oom, kubeletJournal] = await Promise.all([
     runtimeP,
     got(() => src.pods(), d.pods, 'pod sandboxes'),
@@ -144,6 +152,7 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
     got((signal) => src.oom(signal), d.oom, 'kernel OOM kills'),
     got((signal) => src.kubeletJournal(sinceUs, signal), d.kubeletJournal, 'kubelet journal'),
   ]);
+  const kernel = kernelP ? await kernelP : undefined;
   return {
     nodeName: src.nodeName,
     takenAt: new Date(nowMs).toISOString(),
@@ -159,12 +168,14 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
     cni,
     oom,
     kubeletJournal,
+    ...(kernel ? { kernel } : {}),
     warnings: [
       ...prefixed('cgroups', w.cgroups),
       ...prefixed('throttling', w.throttling),
       ...prefixed('host', w.host),
       ...prefixed('oom', oom.ok && Array.isArray(oom.value.warnings) ? oom.value.warnings : []),
       ...prefixed('kubeletJournal', kubeletJournal.ok && Array.isArray(kubeletJournal.value.warnings) ? kubeletJournal.value.warnings : []),
+      ...prefixed('kernel', kernel?.ok && Array.isArray(kernel.value.warnings) ? kernel.value.warnings : []),
     ],
   };
 }

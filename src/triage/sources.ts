@@ -2,11 +2,13 @@
 import { cniDirsFromRuntimeInfo, readCniState } from '../sources/cni/cni.js';
 import { noCriSocket } from '../sources/cri/errors.js';
 import { requireRuntime, type Sources } from '../sources/index.js';
+import { KernelProblemsSource } from '../sources/kmsg/kernel-problems.js';
 import { nodeHealth } from '../sources/node/health.js';
 import { THRESHOLDS } from './thresholds.js';
 import type { TriageSources } from './snapshot.js';
 
 export function triageSources(s: Sources): TriageSources {
+  const kernelProblems = new KernelProblemsSource(s.kmsg, s.hostFs);
   return {
     nodeName: s.config.nodeName,
     criEndpoint: s.config.criEndpoint,
@@ -52,5 +54,6 @@ export function triageSources(s: Sources): TriageSources {
       );
       return { records: r.records, truncated: r.truncated, warnings: r.warnings };
     },
+    kernel: (signal) => kernelProblems.read(signal),
   };
 }

@@ -35,6 +35,8 @@ export const THRESHOLDS = {
   journalMaxEntries: 20_000,
   /** kernel OOM kills this recent are reported */
   oomWindowMinutes: 60,
+  /** kernel log problems this recent are reported (a read-only remount or an oops: whatever its age this boot) */
+  kernelWindowMinutes: 60,
   /** evidence excerpts per finding */
   maxEvidence: 5,
   /** throttling window (ms) when none is given */

@@ -466,6 +466,7 @@ t.test('a rule that throws on data no one foresaw is a finding; the other rules 
 
 t.test('every finding above is in the catalogue under the rule that emitted it, and every catalogued one was emitted', async (t) => {
   t.same(offCatalogue, [], 'findings.ts lists each emitted id under its rule with that severity');
-  const wanted = FINDINGS.flatMap((k) => k.severities.map((sev) => `${k.id} ${sev}`));
+  // the kernel rule's entries are emitted and checked the same way in test/triage/kernel.test.ts (its own fixtures)
+  const wanted = FINDINGS.filter((k) => k.rule !== 'kernel').flatMap((k) => k.severities.map((sev) => `${k.id} ${sev}`));
   t.same(wanted.filter((w) => !emitted.has(w)), [], 'each catalogued id and severity has a test that emits it');
 });

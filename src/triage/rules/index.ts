@@ -8,6 +8,7 @@ import type { Finding } from '../../model/triage.js';
 import type { TriageSnapshot } from '../snapshot.js';
 import { crashLoopRule, stuckCreatedRule } from './containers.js';
 import { journalRule } from './journal.js';
+import { kernelRule } from './kernel.js';
 import { kubeletRule } from './kubelet.js';
 import { memoryRule } from './memory.js';
 import { nodeRule } from './node.js';
@@ -26,6 +27,7 @@ export const RULES: readonly Rule[] = [
   kubeletRule,
   journalRule,
   oomRule,
+  kernelRule,
   crashLoopRule,
   sandboxRule,
   stuckCreatedRule,

@@ -12,6 +12,7 @@ const SOURCES = {
   cni: { severity: 'info', name: 'CNI configuration' },
   oom: { severity: 'info', name: 'kernel log (OOM kills)' },
   kubeletJournal: { severity: 'info', name: 'kubelet journal' },
+  kernel: { severity: 'info', name: 'kernel log (problems)' },
   pods: { severity: 'warning', name: 'runtime pod sandboxes' },
   containers: { severity: 'warning', name: 'runtime containers' },
 } as const satisfies Partial<Record<keyof TriageSnapshot, { severity: Severity; name: string }>>;
@@ -22,8 +23,8 @@ export const sourcesRule: Rule = {
   run(s) {
     const out: Finding[] = [];
     for (const key of Object.keys(SOURCES) as (keyof typeof SOURCES)[]) {
-      const g: Got<unknown> = s[key];
-      if (g.ok) continue;
+      const g: Got<unknown> | undefined = s[key];
+      if (!g || g.ok) continue; // kernel is optional
       // the runtime's own finding already says it; cgroups and throttling failing alike is one finding
       if ((key === 'pods' || key === 'containers') && !s.runtime.ok) continue;
       if (key === 'throttling' && !s.cgroups.ok) continue;
