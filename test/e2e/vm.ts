@@ -249,6 +249,7 @@ export class NodeVm {
       }
     }
     rmSync(join(this.runDir, 'overlay.qcow2'), { force: true });
+    rmSync(join(this.shareDir, 'agent-image.oci.tar'), { force: true });
     log(`qemu pid ${pid} stopped`);
   }
 
