@@ -23,9 +23,11 @@ export class SingleFlight {
   private readonly inflight = new Map<string, Promise<unknown>>();
 
   do<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    // inside a capture's moment (util/moment.ts) the first result is the moment's, shared by all its answers
+    // inside a capture's moment (util/moment.ts) the first result is the moment's, shared by all its answers;
+    // kept apart from the flights of clients' requests, which must never join work built from reads the
+    // moment made earlier (DESIGN.md: an answer reflects the node at the moment of its request)
     const moment = Moment.current();
-    return moment ? moment.once(this, key, () => this.share(key, fn)) : this.share(key, fn);
+    return moment ? moment.once(this, key, fn) : this.share(key, fn);
   }
 
   private share<T>(key: string, fn: () => Promise<T>): Promise<T> {
