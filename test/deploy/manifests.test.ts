@@ -72,6 +72,26 @@ function checkResources(t: Test, r: Obj | undefined, what: string): void {
   }
 }
 
+/**
+ * Memory limits against what bench/RESULTS.md measured (issue 12, bench/all.ts with these
+ * NODE_OPTIONS): the V8 heap caps NODE_OPTIONS sets plus the agent's resident memory outside
+ * the heap (the Node binary's pages, code, native buffers: ~100 MiB measured) fit inside
+ * the limit, and the limit covers the measured figure the manifest names.
+ */
+const NON_HEAP_MIB = 100;
+function checkMemory(t: Test, env: Obj[], r: Obj, what: string, measuredMiB: number): void {
+  const opts = String(env.find((e: Obj) => e.name === 'NODE_OPTIONS')?.value ?? '');
+  const flag = (n: string) => Number(new RegExp(`--${n}=(\\d+)`).exec(opts)?.[1] ?? NaN);
+  const oldMiB = flag('max-old-space-size');
+  const semiMiB = flag('max-semi-space-size');
+  t.ok(oldMiB > 0 && semiMiB > 0, `${what}: NODE_OPTIONS caps the old space and the semi-space (${opts})`);
+  const limitMiB = quantity(r.limits.memory) / 1024 ** 2;
+  // the young generation is three semi-spaces at most
+  t.ok(oldMiB + 3 * semiMiB + NON_HEAP_MIB <= limitMiB, `${what}: heap caps + ${NON_HEAP_MIB} MiB outside the heap within the ${limitMiB} MiB limit`);
+  t.ok(limitMiB >= measuredMiB, `${what}: the limit covers the measured ${measuredMiB} MiB`);
+  t.equal(env.find((e: Obj) => e.name === 'MALLOC_MMAP_THRESHOLD_')?.value, '131072', `${what}: big buffers returned to the system when freed`);
+}
+
 const matches = (selector: Obj, labels: Obj) => Object.entries(selector).every(([k, v]) => labels?.[k] === v);
 
 async function kustomize(dir: string): Promise<Obj[] | null> {
@@ -207,6 +227,8 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   t.equal(c.image, `ghcr.io/nodetruth/nodetruth:${pkg.version}`, 'the image of this version (kustomization images:)');
   t.equal(c.image, parseAttachArgs(['node-1'], {}).image, 'the same image attach uses by default');
   checkResources(t, c.resources, 'DaemonSet container');
+  // peak under 50 connections on the 3,000-container FAKE node
+  checkMemory(t, c.env, c.resources, 'DaemonSet container', 337);
   const portNames = new Set<string>(c.ports.map((p: Obj) => p.name));
   for (const p of c.ports) {
     t.match(p.name, IANA_SVC_NAME, 'port name');
@@ -292,6 +314,8 @@ t.test('the kubectl debug profile: a partial container kubectl accepts, matching
   t.equal(env.get('NODETRUTH_HOST_ROOT')?.value, '/host', 'where the sysadmin profile mounts the host root');
   t.same(env.get('NODE_NAME')?.valueFrom, { fieldRef: { fieldPath: 'spec.nodeName' } });
   checkResources(t, p.resources, 'debug profile');
+  // idle after one request to each full-node route at 3,000 containers; peak under 50 connections at 1,000
+  checkMemory(t, p.env, p.resources, 'debug profile', 187);
   t.ok(quantity(p.resources.limits.memory) >= 256 * 1024 ** 2, 'room for Node and the agent');
   // merges (by mountPath) into kubectl's own host-root mount (pkg/cmd/debug/profiles.go, mountRootPartition)
   t.same(p.volumeMounts, [{ name: 'host-root', mountPath: '/host', readOnly: true, recursiveReadOnly: 'IfPossible' }], 'the host root, read-only');
