@@ -85,7 +85,7 @@ async function startToReadyz(flags: string[]): Promise<number> {
 }
 
 const loopMaxMs = async (url: string) => {
-  const text = await (await fetch(`${url}/metrics`)).text();
+  const text = await (await fetch(`${url}/metrics`).catch(() => fetch(`${url}/metrics`))).text();
   return round(Number(/^nodetruth_eventloop_delay_max_seconds (\S+)$/m.exec(text)?.[1] ?? NaN) * 1000, 1);
 };
 
@@ -117,7 +117,9 @@ async function measure(containers: number) {
     const rssStart = rssBytes(agent.pid);
 
     const get = async (p: string) => {
-      const res = await fetch(`${url}${p}`);
+      // once more on a connection error: a pooled keep-alive socket the agent closed (5 s idle)
+      // just as this request went out, on a machine where timers fire late
+      const res = await fetch(`${url}${p}`).catch(() => fetch(`${url}${p}`));
       const text = await res.text();
       if (res.status !== 200) throw new Error(`${p}: status ${res.status}: ${text.slice(0, 200)}`);
       return text;

@@ -31,7 +31,7 @@ export interface LoadShedOptions {
 export const LOAD_SHED_DEFAULTS: LoadShedOptions = {
   running: 2,
   queued: 128,
-  maxWaitMs: 10_000,
+  maxWaitMs: 5_000,
   routes: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift']),
 };
 
