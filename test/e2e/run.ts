@@ -17,6 +17,8 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { routeKey } from '../../src/bundle/format.js';
+import { readBundle } from '../../src/bundle/read.js';
 import { AGENT_TOKEN, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 import { ensureImage, SUITES, type Suite } from './image.js';
 import { uncompressOciArchive } from './oci-uncompress.js';
@@ -496,6 +498,57 @@ scenario('container logs: /v1/containers/{id}/logs reads the CRI log file', asyn
   assert.match(crashText, /starting attempt 3/);
   assert.match(crashText, /fatal: missing config/);
 });
+
+// issue 14: the node in the middle of its scenarios, as a bundle; NODETRUTH_E2E_WRITE_EXAMPLE=1 keeps
+// the debug agent's from the first guest as examples/node-vm.tar.gz (the example the README serves)
+scenario('bundle: GET /v1/bundle is a bundle the reader accepts, holding the crash loop, the OOM kill, the throttled container and NetworkReady false', async () => {
+  const url = new URL(`${agent.baseUrl}/v1/bundle?since=1h&maxSize=16MiB`);
+  const headers: Record<string, string> = agent.token ? { authorization: `Bearer ${agent.token}` } : {};
+  // raw bytes (httpGet decodes text)
+  const got = await new Promise<{ status: number; body: Buffer; ms: number }>((resolve, reject) => {
+    const t0 = Date.now();
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { headers, rejectUnauthorized: false, timeout: 540_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), ms: Date.now() - t0 }));
+    });
+    req.on('timeout', () => req.destroy(new Error('GET /v1/bundle: no answer in 540 s')));
+    req.on('error', reject);
+    req.end();
+  });
+  assert.equal(got.status, 200, `GET /v1/bundle answered ${got.status}: ${got.body.subarray(0, 800).toString('utf8')}`);
+  const dir = mkdtempSync(join(tmpdir(), 'nodetruth-e2e-bundle-'));
+  try {
+    const file = join(dir, 'node-vm.tar.gz');
+    writeFileSync(file, got.body);
+    const b = await readBundle(file); // the reader refuses anything hostile or malformed
+    const answer = (u: string) => {
+      const a = b.routes.get(routeKey(u));
+      assert.ok(a, `the bundle has no answer for ${u}`);
+      assert.equal(a.status, 200, `${u} stored as ${a.status}: ${a.body.subarray(0, 400).toString('utf8')}`);
+      return JSON.parse(a.body.toString('utf8'));
+    };
+    const network = itemsOf(answer('/v1/runtime'), 'conditions').find((c: { type: string }) => c.type === 'NetworkReady');
+    assert.equal(network?.status, false, 'NetworkReady false, as captured');
+    const crash = itemsOf(answer('/v1/containers')).filter((c: { podUid: string; name: string }) => c.podUid === setup().pods.crashloop.uid && c.name === 'crash');
+    assert.ok(crash.length >= 4 && crash.every((c: { exitCode: number }) => c.exitCode === 1), `crash loop attempts: ${JSON.stringify(crash.map((c: { attempt: number; exitCode: number }) => [c.attempt, c.exitCode]))}`);
+    assert.ok(itemsOf(answer('/v1/oom'), 'kills').some((k: { containerId: string | null }) => k.containerId === setup().containers.hog.id), 'the OOM kill of the hog');
+    const throttled = itemsOf(answer('/v1/throttling?window=1s'));
+    assert.equal(throttled[0]?.containerId, setup().containers.spin.id, `throttling first: ${JSON.stringify(throttled[0])}`);
+    assert.equal(answer(`/v1/containers/${setup().containers.ticker.id}`).id, setup().containers.ticker.id, 'per-container answers');
+    assert.ok(b.manifest.moment, 'one moment');
+    const failed = b.manifest.sections.filter((s) => s.error !== undefined).map((s) => `${s.kind} ${s.name}: ${s.error}`);
+    log(`bundle (${agent.mode}, ${suite}): ${got.body.length} bytes gzip, ${b.manifest.bytes} uncompressed, ${b.routes.size} answers, ${b.manifest.redaction.total} redacted, trimmed [${b.manifest.trimmed.join(',')}], captured in ${got.ms} ms; failed sections: ${failed.join('; ') || 'none'}`);
+    if (process.env.NODETRUTH_E2E_WRITE_EXAMPLE === '1' && agent.mode === 'debug' && suite === suites[0]) {
+      mkdirSync(join(projectRoot, 'examples'), { recursive: true });
+      writeFileSync(join(projectRoot, 'examples', 'node-vm.tar.gz'), got.body);
+      log(`wrote examples/node-vm.tar.gz (${got.body.length} bytes)`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 600_000);
 
 test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout: 240_000 }, async (t) => {
   if (!agent.out) throw new Error('the node did not come up (see the before hook)');
