@@ -6,7 +6,7 @@
  * a directory) is collected in `warnings`, each prefixed with the source's key.
  */
 import type { CgroupRecord } from '../model/cgroup.js';
-import type { NodeHealth } from '../model/node.js';
+import type { NodeFacts, NodeHealth } from '../model/node.js';
 import type { PodSandbox, RuntimeStatus, RuntimeVersion } from '../model/runtime.js';
 import type { ThrottlingReport } from '../sources/cgroup/throttling.js';
 import type { CniState } from '../sources/cni/cni.js';
@@ -43,6 +43,8 @@ export interface TriageSnapshot {
   kubeletJournal: Got<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
   /** kernel log problems (sources/kmsg/problems.ts's table), attributed; absent where the sources do not read them */
   kernel?: Got<KernelProblems>;
+  /** conntrack, taint, D/Z processes, kubelet certificates and eviction thresholds, mounts, CRI latency (issue 15); absent where the sources do not read them */
+  facts?: Got<NodeFacts>;
   /** items the sources skipped ("cgroups: cgroup /kubepods.slice/...: unreadable (EISDIR), skipped") */
   warnings?: string[];
 }
@@ -64,6 +66,8 @@ export interface TriageSources {
   kubeletJournal(sinceUs: number, signal: AbortSignal): Promise<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
   /** kernel log problems; optional: a snapshot without it has no kernel findings */
   kernel?(signal: AbortSignal): Promise<KernelProblems>;
+  /** node facts (sources/node/facts.ts); optional: a snapshot without them has no node-facts findings */
+  facts?(signal: AbortSignal, warnings: string[]): Promise<NodeFacts>;
 }
 
 /** Per-source deadlines (ms); throttling gets its window on top. */
@@ -78,6 +82,8 @@ export const SOURCE_DEADLINES = {
   oom: 8000,
   kubeletJournal: 10_000,
   kernel: 8000,
+  /** the /proc walk's budget is 1.5 s, attribution as much again */
+  facts: 5000,
 } as const;
 
 async function got<T>(fn: (signal: AbortSignal) => Promise<T>, deadlineMs: number, what: string): Promise<Got<T>> {
@@ -138,9 +144,10 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
   const d = { ...SOURCE_DEADLINES, ...opts.deadlines };
   const sinceUs = (nowMs - THRESHOLDS.journalWindowMinutes * 60_000) * 1000;
   const runtimeP = got(() => src.runtime(), d.runtime, 'runtime');
-  const w = { cgroups: [] as string[], throttling: [] as string[], host: [] as string[] };
+  const w = { cgroups: [] as string[], throttling: [] as string[], host: [] as string[], facts: [] as string[] };
   // started with the others, awaited after them (an optional source kept out of the tuple below)
   const kernelP = src.kernel ? got((signal) => src.kernel!(signal), d.kernel, 'kernel log problems') : null;
+  const factsP = src.facts ? got((signal) => src.facts!(signal, w.facts), d.facts, 'node facts') : null;
   const [runtime, pods, containers, cgroups, throttling, host, cni, oom, kubeletJournal] = await Promise.all([
     runtimeP,
     got(() => src.pods(), d.pods, 'pod sandboxes'),
@@ -153,6 +160,7 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
     got((signal) => src.kubeletJournal(sinceUs, signal), d.kubeletJournal, 'kubelet journal'),
   ]);
   const kernel = kernelP ? await kernelP : undefined;
+  const facts = factsP ? await factsP : undefined;
   return {
     nodeName: src.nodeName,
     takenAt: new Date(nowMs).toISOString(),
@@ -169,10 +177,12 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
     oom,
     kubeletJournal,
     ...(kernel ? { kernel } : {}),
+    ...(facts ? { facts } : {}),
     warnings: [
       ...prefixed('cgroups', w.cgroups),
       ...prefixed('throttling', w.throttling),
       ...prefixed('host', w.host),
+      ...prefixed('facts', w.facts),
       ...prefixed('oom', oom.ok && Array.isArray(oom.value.warnings) ? oom.value.warnings : []),
       ...prefixed('kubeletJournal', kubeletJournal.ok && Array.isArray(kubeletJournal.value.warnings) ? kubeletJournal.value.warnings : []),
       ...prefixed('kernel', kernel?.ok && Array.isArray(kernel.value.warnings) ? kernel.value.warnings : []),

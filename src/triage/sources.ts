@@ -3,6 +3,7 @@ import { cniDirsFromRuntimeInfo, readCniState } from '../sources/cni/cni.js';
 import { noCriSocket } from '../sources/cri/errors.js';
 import { requireRuntime, type Sources } from '../sources/index.js';
 import { KernelProblemsSource } from '../sources/kmsg/kernel-problems.js';
+import { nodeFacts } from '../sources/node/facts.js';
 import { nodeHealth } from '../sources/node/health.js';
 import { THRESHOLDS } from './thresholds.js';
 import type { TriageSources } from './snapshot.js';
@@ -55,5 +56,6 @@ export function triageSources(s: Sources): TriageSources {
       return { records: r.records, truncated: r.truncated, warnings: r.warnings };
     },
     kernel: (signal) => kernelProblems.read(signal),
+    facts: (signal, warnings) => nodeFacts(s.hostFs, { cri: s.cri, warnings, signal }),
   };
 }

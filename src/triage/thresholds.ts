@@ -37,6 +37,17 @@ export const THRESHOLDS = {
   oomWindowMinutes: 60,
   /** kernel log problems this recent are reported (a read-only remount or an oops: whatever its age this boot) */
   kernelWindowMinutes: 60,
+  /** conntrack entries over nf_conntrack_max (issue 15) */
+  conntrackWarning: 0.9,
+  conntrackCritical: 0.98,
+  /** this many processes in D state at once (one is often a moment's I/O) */
+  dStateProcesses: 3,
+  /** zombies under one pod */
+  zombiesPerPod: 10,
+  /** a kubelet certificate with fewer days left (rotation renews at 70-90% of its life) */
+  certExpiringDays: 7,
+  /** a CRI list call this slow (seconds): PLEG relists every second */
+  criSlowSeconds: 1,
   /** evidence excerpts per finding */
   maxEvidence: 5,
   /** throttling window (ms) when none is given */

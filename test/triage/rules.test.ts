@@ -19,6 +19,7 @@ import { type Rule, RULES, SnapshotIndex } from '../../src/triage/rules/index.js
 import type { TriageSnapshot } from '../../src/triage/snapshot.js';
 import { JOURNAL_MATCH_PREFIX, KUBELET_JOURNAL_PATTERNS, matchesJournalPattern, THRESHOLDS } from '../../src/triage/thresholds.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
+import { factsHost, troubledFacts } from '../fixtures/node-facts.js';
 import { GUARANTEED_ID, OOM_CHILD_ID, OOM_MAIN_ID, POD_UID, realNode, SANDBOX_ID, SPIN_ID } from '../fixtures/node-tree.js';
 import { cniState, disk, failed, healthySnapshot, iso, kubeletLine, NOW, ok, row, sandbox } from '../fixtures/triage-snapshot.js';
 
@@ -462,6 +463,17 @@ t.test('a rule that throws on data no one foresaw is a finding; the other rules 
   const r = buildReport(s, RULES.map((x) => (x.name === 'crash-loop' ? broken : x)));
   t.same(r.findings.map((f) => [f.id, f.severity]), [['memory-pressure', 'critical'], ['rule-failed', 'warning']]);
   t.match(r.findings[1]!.title, /crash-loop/);
+});
+
+t.test('node facts (issue 15): each row from a real-shaped host (test/triage/node-facts.test.ts checks each finding)', async (t) => {
+  const fx = await factsHost('systemd');
+  t.teardown(fx.cleanup);
+  const f = await troubledFacts(fx);
+  const s = { ...healthySnapshot(), facts: ok(f) };
+  t.equal(findings(s).filter((f) => f.id === 'eviction-threshold-crossed').length, 2, 'hard and soft');
+  // the other severities: a table 90% full, three D-state processes, a list call past PLEG's 3 minutes
+  const more = { ...healthySnapshot(), facts: ok({ ...f, conntrack: { loaded: true as const, entries: 236_000, limit: 262_144, ratio: 0.9, hostNetwork: true }, processes: { ...f.processes, dState: 3 }, criLatency: { windowSeconds: 300, methods: f.criLatency.methods.map((m) => ({ ...m, maxSeconds: 181 })) } }) };
+  t.ok(['conntrack-table-full warning', 'processes-d-state warning', 'runtime-slow critical'].every((x) => findings(more).some((y) => `${y.id} ${y.severity}` === x)));
 });
 
 t.test('every finding above is in the catalogue under the rule that emitted it, and every catalogued one was emitted', async (t) => {

@@ -12,6 +12,7 @@ import { kernelRule } from './kernel.js';
 import { kubeletRule } from './kubelet.js';
 import { memoryRule } from './memory.js';
 import { nodeRule } from './node.js';
+import { nodeFactsRule } from './node-facts.js';
 import { oomRule } from './oom.js';
 import { type Rule, SnapshotIndex } from './rule.js';
 import { runtimeRule } from './runtime.js';
@@ -34,6 +35,7 @@ export const RULES: readonly Rule[] = [
   throttlingRule,
   memoryRule,
   nodeRule,
+  nodeFactsRule,
   sourcesRule,
 ];
 

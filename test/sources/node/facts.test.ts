@@ -4,9 +4,8 @@
  * PEM certificates (selfsigned; one expired, one near its NotAfter) behind the dated
  * link kubelet writes, D and Z processes in pods, taint and conntrack files.
  */
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { symlinkSync } from 'node:fs';
 import path from 'node:path';
-import { generate } from 'selfsigned';
 import t from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import { firstCertificate } from '../../../src/sources/node/certs.js';
@@ -16,78 +15,8 @@ import { evictionFrom, parseThresholdValue } from '../../../src/sources/node/kub
 import { walkProcStates } from '../../../src/sources/node/proc-states.js';
 import { StatfsBox } from '../../../src/sources/node/statfs.js';
 import { parseTaint } from '../../../src/sources/node/taint.js';
-import { containerCgroupPath, HOST_NS, OOM_CHILD_ID, POD_UID, realNode, writeProc } from '../../fixtures/node-tree.js';
-
-const NOW = Date.parse('2026-11-29T19:45:00Z');
-const DAY = 86_400_000;
-
-/** kubeadm's /var/lib/kubelet/config.yaml shape (kubelet.config.k8s.io/v1beta1), with the operator's eviction settings */
-export const KUBELET_CONFIG = `apiVersion: kubelet.config.k8s.io/v1beta1
-authentication:
-  anonymous:
-    enabled: false
-  webhook:
-    cacheTTL: 0s
-    enabled: true
-  x509:
-    clientCAFile: /etc/kubernetes/pki/ca.crt
-authorization:
-  mode: Webhook
-cgroupDriver: systemd
-clusterDNS:
-- 10.96.0.10
-clusterDomain: cluster.local
-evictionHard:
-  memory.available: "500Mi"
-  nodefs.available: "20%"
-evictionSoft:
-  nodefs.available: "30%"
-evictionSoftGracePeriod:
-  nodefs.available: "2m"
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
-kind: KubeletConfiguration
-rotateCertificates: true
-staticPodPath: /etc/kubernetes/manifests
-`;
-
-export async function pem(notBefore: number, notAfter: number, cn: string): Promise<{ cert: string; key: string }> {
-  const r = await generate([{ name: 'commonName', value: cn }, { name: 'organizationName', value: 'system:nodes' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-    notBeforeDate: new Date(notBefore),
-    notAfterDate: new Date(notAfter),
-  });
-  return { cert: r.cert, key: r.private };
-}
-
-export async function factsHost(driver: 'systemd' | 'cgroupfs' = 'systemd') {
-  const fx = realNode(driver);
-  const proc = path.join(fx.root, 'proc');
-  const cg = containerCgroupPath(driver, 'burstable', POD_UID, OOM_CHILD_ID);
-  const base = { threads: 1, rssKb: 4, startTicks: 9000, ns: HOST_NS };
-  writeProc(proc, { ...base, pid: 702, comm: 'kubelet', state: 'S', ppid: 1, cmdline: ['/usr/bin/kubelet', '--kubeconfig=/etc/kubernetes/kubelet.conf', '--config=/etc/kubernetes/kubelet-config.yaml', '--node-ip=10.0.2.15'], cgroup: '/system.slice/kubelet.service' });
-  writeProc(proc, { ...base, pid: 2001, comm: 'dd', state: 'D', ppid: 903, cmdline: ['dd', 'if=/dev/zero', 'of=/data/x'], cgroup: cg });
-  writeFileSync(path.join(proc, '2001', 'wchan'), 'percpu_rwsem_wait');
-  for (const pid of [2002, 2003, 2004]) writeProc(proc, { ...base, pid, comm: 'sh', state: 'Z', ppid: 903, cmdline: [], cgroup: cg });
-  writeProc(proc, { ...base, pid: 2100, comm: 'kworker/u4:2', state: 'D', ppid: 2, cmdline: [], cgroup: '/' });
-  writeFileSync(path.join(proc, '2100', 'wchan'), '0');
-  writeFileSync(path.join(proc, 'sys/kernel/tainted'), '16896\n'); // W (9), L (14): a warning and a soft lockup
-  mkdirSync(path.join(proc, 'sys/net/netfilter'), { recursive: true });
-  writeFileSync(path.join(proc, 'sys/net/netfilter/nf_conntrack_count'), '262101\n');
-  writeFileSync(path.join(proc, 'sys/net/netfilter/nf_conntrack_max'), '262144\n');
-  mkdirSync(path.join(fx.root, 'etc/kubernetes'), { recursive: true });
-  writeFileSync(path.join(fx.root, 'etc/kubernetes/kubelet-config.yaml'), KUBELET_CONFIG);
-  const pki = path.join(fx.root, 'var/lib/kubelet/pki');
-  mkdirSync(pki, { recursive: true });
-  const client = await pem(NOW - 365 * DAY, NOW - 2 * DAY, 'system:node:node-a'); // expired two days ago
-  const serving = await pem(NOW - 360 * DAY, NOW + 3 * DAY, 'node-a@1764400000'); // three days left
-  writeFileSync(path.join(pki, 'kubelet-client-2025-11-29-19-45-00.pem'), client.cert + client.key);
-  symlinkSync('/var/lib/kubelet/pki/kubelet-client-2025-11-29-19-45-00.pem', path.join(pki, 'kubelet-client-current.pem'));
-  writeFileSync(path.join(pki, 'kubelet.crt'), serving.cert);
-  writeFileSync(path.join(pki, 'kubelet.key'), serving.key);
-  return fx;
-}
+import { DAY, factsHost, KUBELET_CONFIG, NOW, pem } from '../../fixtures/node-facts.js';
+import { OOM_CHILD_ID, POD_UID, realNode } from '../../fixtures/node-tree.js';
 
 t.test('taint: decoded with our table, unknown bits kept', async (t) => {
   t.same(parseTaint('0\n'), { value: 0, flags: [], letters: '' });
