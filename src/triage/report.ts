@@ -14,7 +14,7 @@ export function verdictOf(findings: readonly Finding[]): Verdict {
 /** `nodetruth triage` exits 0 when all is well, 1 on warnings, 2 on critical findings. */
 export const EXIT_CODES: Record<Verdict, number> = { ok: 0, warning: 1, critical: 2 };
 
-const SOURCE_KEYS = ['runtime', 'pods', 'containers', 'cgroups', 'throttling', 'host', 'cni', 'oom', 'kubeletJournal', 'kernel'] as const;
+const SOURCE_KEYS = ['runtime', 'pods', 'containers', 'cgroups', 'throttling', 'host', 'cni', 'oom', 'kubeletJournal', 'kernel', 'facts'] as const;
 
 /** A report, plus what the sources skipped while the snapshot was taken (an unreadable cgroup, a node file). */
 export type TriageReportWithWarnings = TriageReport & { warnings: string[] };

@@ -13,6 +13,7 @@ const SOURCES = {
   oom: { severity: 'info', name: 'kernel log (OOM kills)' },
   kubeletJournal: { severity: 'info', name: 'kubelet journal' },
   kernel: { severity: 'info', name: 'kernel log (problems)' },
+  facts: { severity: 'info', name: 'node facts (conntrack, taint, D/Z processes, kubelet certificates and eviction thresholds)' },
   pods: { severity: 'warning', name: 'runtime pod sandboxes' },
   containers: { severity: 'warning', name: 'runtime containers' },
 } as const satisfies Partial<Record<keyof TriageSnapshot, { severity: Severity; name: string }>>;
@@ -24,7 +25,7 @@ export const sourcesRule: Rule = {
     const out: Finding[] = [];
     for (const key of Object.keys(SOURCES) as (keyof typeof SOURCES)[]) {
       const g: Got<unknown> | undefined = s[key];
-      if (!g || g.ok) continue; // kernel is optional
+      if (!g || g.ok) continue; // kernel and facts are optional
       // the runtime's own finding already says it; cgroups and throttling failing alike is one finding
       if ((key === 'pods' || key === 'containers') && !s.runtime.ok) continue;
       if (key === 'throttling' && !s.cgroups.ok) continue;
