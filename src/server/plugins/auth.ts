@@ -101,6 +101,17 @@ export function accessCheck(resource: string, nodeName: string): AccessCheck {
   return { verb: 'get', resource: res!, subresource: sub, name: nodeName };
 }
 
+/**
+ * The clocks an AuthDecider reads unless it is given its own: the caches' wall clock and the
+ * bucket's monotonic one, looked up at each use so a test can drive time for the app it builds
+ * (the bucket refills with time: on a loaded machine a real clock lets more of a flood through).
+ */
+export const authClocks = {
+  now: (): number => Date.now(),
+  /** monotonic, so a wall clock set back cannot drain the bucket */
+  bucketNow: (): number => performance.now(),
+};
+
 export class AuthDecider {
   /** allowed decisions, in least-recently-used order (a hit moves its entry to the end) */
   private readonly allowed = new Map<string, Entry>();
@@ -113,9 +124,8 @@ export class AuthDecider {
 
   constructor(
     private readonly deps: Pick<AppDeps, 'kube' | 'config'>,
-    private readonly now: () => number = () => Date.now(),
-    /** the bucket's clock: monotonic, so a wall clock set back cannot drain it */
-    bucketNow: () => number = () => performance.now(),
+    private readonly now: () => number = () => authClocks.now(),
+    bucketNow: () => number = () => authClocks.bucketNow(),
   ) {
     this.check = accessCheck(deps.config.authResource, deps.config.nodeName);
     this.bucket = new TokenBucket(AUTH_CACHE.reviewsPerSecond, AUTH_CACHE.reviewBurst, bucketNow);
