@@ -125,19 +125,25 @@ function keyIndex(b: Bytes, s: number, e: number, ks: Keys): number {
 export function scanFlatKeyed(b: Bytes, s: number, e: number, ks: Keys, out: Float64Array): boolean {
   out.fill(NaN, 0, ks.length);
   let bad = false;
-  for (let ls = s; ls < e; ) {
-    const le = lineEnd(b, ls, e);
-    if (le > ls) {
-      let sp = ls;
-      while (sp < le && b[sp] !== SP) sp++;
-      const v = sp > ls && sp < le ? intAt(b, trimStart(b, sp + 1, le), trimEnd(b, sp + 1, le)) : NaN;
-      if (v !== v) bad = true;
-      else {
-        const k = keyIndex(b, ls, sp, ks);
-        if (k >= 0) out[k] = v;
-      }
+  // one pass a line: the key up to the first space, the value to the newline
+  for (let i = s; i < e; i++) {
+    const ls = i;
+    while (i < e && b[i] !== SP && b[i] !== NL) i++;
+    const ke = i;
+    if (i === e || b[i] === NL) {
+      if (ke > ls) bad = true; // a line without a value; an empty line is nothing
+      continue;
     }
-    ls = le + 1;
+    i++;
+    while (i < e && b[i] !== NL && isWs(b[i]!)) i++; // never past the line
+    const vs = i;
+    while (i < e && b[i] !== NL) i++;
+    const v = ke > ls ? intAt(b, vs, trimEnd(b, vs, i)) : NaN;
+    if (v !== v) bad = true;
+    else {
+      const k = keyIndex(b, ls, ke, ks);
+      if (k >= 0) out[k] = v;
+    }
   }
   return bad;
 }
