@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// first: sizes libuv's thread pool before anything can start it (see threadpool.ts)
+import './threadpool.js';
 import { createLogger } from './agent.js';
 import { ConfigError, flagHelp, loadConfig } from './config.js';
 import { captureMain, serveBundleMain, triageBundleMain, wantsBundle } from './bundle/cli.js';
