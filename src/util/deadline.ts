@@ -34,11 +34,12 @@ export async function withinDeadline<T>(work: Promise<T> | (() => Promise<T>), m
   p.catch(() => {}); // may settle after the deadline
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), ms);
+    // a caller's remaining budget can be spent already (a deadline shared by steps): then it is late at once
+    timer = setTimeout(() => resolve('late'), Math.max(0, ms));
   });
   try {
     const r = await Promise.race([p.then((value) => ({ value })), late]);
-    if (r === 'late') return { ok: false, timedOut: true, error: `${what} did not answer within ${ms} ms`, cause: null, ms: elapsed() };
+    if (r === 'late') return { ok: false, timedOut: true, error: `${what} did not answer within ${Math.max(0, Math.round(ms))} ms`, cause: null, ms: elapsed() };
     return { ok: true, value: r.value, ms: elapsed() };
   } catch (err) {
     return { ok: false, timedOut: false, error: errorText(err), cause: err, ms: elapsed() };
