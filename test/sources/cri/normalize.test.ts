@@ -72,8 +72,9 @@ t.test('prefix resolution', async (t) => {
     }
     return null;
   };
-  t.match(thrown(() => resolvePrefix(items, 'abc', 'container')), { status: 409, extra: { candidates: ['abc1', 'abc2'] } });
-  t.match(thrown(() => resolvePrefix(items, 'f', 'container')), { status: 404 });
+  // a source speaks codes, not HTTP statuses (server/problem-types.ts maps them: 409, 404)
+  t.match(thrown(() => resolvePrefix(items, 'abc', 'container')), { name: 'SourceError', code: 'ambiguous_id', candidates: ['abc1', 'abc2'], message: /2 containers match id prefix abc/ });
+  t.match(thrown(() => resolvePrefix(items, 'f', 'container')), { name: 'SourceError', code: 'not_found', message: /no container with id or id prefix f/ });
 });
 
 t.test('a verbose info value over the parse bound is reported, not parsed (JSON.parse holds the loop ~25 ms per MiB)', async (t) => {
