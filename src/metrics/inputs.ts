@@ -6,11 +6,12 @@
  * late leaves its series out and sets nodetruth_scrape_source_up{source} to 0.
  */
 import type { CgroupRecord } from '../model/cgroup.js';
-import type { DiskUse, KubeletHealth, PidUse } from '../model/node.js';
+import type { DiskUse, KubeletHealth, NodeFacts, PidUse } from '../model/node.js';
 import type { Container, PodSandbox, RuntimeStatus } from '../model/runtime.js';
 import type { StatFile } from '../sources/cgroup/cgroups.js';
 import type { RuntimeIndex, RuntimeNameBook } from '../sources/cri/index.js';
 import type { Sources } from '../sources/index.js';
+import { nodeFacts } from '../sources/node/facts.js';
 import { diskUse, NODE_DISKS, pidUse } from '../sources/node/health.js';
 import { kubeletHealthz } from '../sources/node/kubelet.js';
 import type { AttributedOomKill } from '../sources/oom/oom.js';
@@ -40,6 +41,11 @@ export interface MetricsInputs {
   kubelet(): Promise<KubeletHealth>;
   /** kernel OOM kills the kernel log holds now (kmsg ring; not the journal: too slow for a scrape) */
   oomKills(): Promise<AttributedOomKill[]>;
+  /**
+   * conntrack, taint, D/Z processes by pod, kubelet certificates and eviction thresholds (GET /v1/node
+   * `facts`), against `disks`, the scrape's own statfs (not made twice); `warnings`: parts that could not be read
+   */
+  facts(disks: Promise<DiskUse[]>, warnings?: string[]): Promise<NodeFacts>;
 }
 
 /**
@@ -47,7 +53,10 @@ export interface MetricsInputs {
  * from --cri-timeout (sourceDeadlines): a fixed 2 s cut a runtime the operator had given
  * longer, and every container series lost its names. The kernel's is 5 s: the first
  * scrape reads and attributes the whole ring buffer, and at 2 s a loaded node lost it in
- * 4 of 5 first scrapes. All stay under Prometheus' default scrape timeout (10 s).
+ * 4 of 5 first scrapes. The node facts' is 4 s: the /proc walk for D/Z processes has a
+ * 1.5 s budget and attributing them as much again (sources/node/proc-states.ts), and the
+ * certificates and kubelet config are read after it. All stay under Prometheus' default
+ * scrape timeout (10 s).
  */
 export const DEFAULT_SOURCE_DEADLINES_MS = {
   runtime: 2000,
@@ -55,6 +64,7 @@ export const DEFAULT_SOURCE_DEADLINES_MS = {
   node: 2000,
   kubelet: 1000,
   kernel: 5000,
+  facts: 4000,
 } as const;
 export type MetricsSource = keyof typeof DEFAULT_SOURCE_DEADLINES_MS;
 export type SourceDeadlines = Readonly<Record<MetricsSource, number>>;
@@ -105,5 +115,6 @@ export function defaultInputs(s: Sources): MetricsInputs {
       if (!r.sources.kmsg) throw new Error(r.warnings.join('; ') || 'kernel log unreadable');
       return r.kills;
     },
+    facts: (disks, warnings) => nodeFacts(s.hostFs, { cri: s.cri, disks, ...(warnings ? { warnings } : {}) }),
   };
 }

@@ -7,13 +7,17 @@
  */
 import type { Registry } from 'prom-client';
 import { cgroupsCollector } from './collectors/cgroups.js';
+import { conntrackCollector } from './collectors/conntrack.js';
 import { eventLoopCollector } from './collectors/eventloop.js';
 import { kubeletCollector } from './collectors/kubelet.js';
+import { kubeletFactsCollector } from './collectors/kubelet-facts.js';
 import { nodeCollector } from './collectors/node.js';
 import { oomCollector } from './collectors/oom.js';
+import { procStatesCollector } from './collectors/proc-states.js';
 import { processCollector } from './collectors/process.js';
 import { runtimeCollector } from './collectors/runtime.js';
 import { scrapeCollector } from './collectors/scrape.js';
+import { taintCollector } from './collectors/taint.js';
 import type { SourceDeadlines } from './inputs.js';
 import type { Scrape, ScrapeInput } from './scrape.js';
 
@@ -58,6 +62,11 @@ export const COLLECTORS: readonly Collector[] = [
   nodeCollector,
   kubeletCollector,
   oomCollector,
+  // the node facts of issue 15 (GET /v1/node `facts`)
+  conntrackCollector,
+  taintCollector,
+  procStatesCollector,
+  kubeletFactsCollector,
   scrapeCollector,
   eventLoopCollector,
 ];

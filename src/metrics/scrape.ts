@@ -4,6 +4,7 @@
  * scrape only if every read of it answered in time. No timers between scrapes.
  */
 import type { CgroupRecord } from '../model/cgroup.js';
+import type { NodeFacts } from '../model/node.js';
 import type { RuntimeStatus } from '../model/runtime.js';
 import type { RuntimeNameBook } from '../sources/cri/index.js';
 import type { AttributedOomKill } from '../sources/oom/oom.js';
@@ -17,7 +18,7 @@ export interface Outcome {
 }
 
 /** What a collector may read in a scrape; it names the ones it uses (Collector.inputs). */
-export type ScrapeInput = 'status' | 'lists' | 'index' | 'cgroups' | 'pids' | 'disks' | 'kubelet' | 'oomKills';
+export type ScrapeInput = 'status' | 'lists' | 'index' | 'cgroups' | 'pids' | 'disks' | 'kubelet' | 'oomKills' | 'facts';
 
 export class Scrape {
   readonly outcomes = new Map<MetricsSource, Outcome>();
@@ -70,6 +71,8 @@ export class Scrape {
   disks = () => this.read('disks', 'node', this.counted('node', (w) => this.inputs.disks(w)));
   kubelet = () => this.read('kubelet', 'kubelet', () => this.inputs.kubelet());
   oomKills = () => this.read<AttributedOomKill[]>('oomKills', 'kernel', () => this.inputs.oomKills());
+  /** against this scrape's disks (statfs made once); a node source that failed leaves the eviction checks empty */
+  facts = () => this.read<NodeFacts>('facts', 'facts', this.counted('facts', (w) => this.inputs.facts(this.disks().then((d) => d ?? []), w)));
 
   /** every input in `which` read (or past its deadline) */
   async all(which: Iterable<ScrapeInput>): Promise<void> {

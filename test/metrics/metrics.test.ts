@@ -107,6 +107,7 @@ t.test('nodetruth_ series: runtime, attempts, node, kubelet, kernel OOM kills, C
     find(s, 'nodetruth_scrape_source_up').map((x) => [x.labels.source, x.value]).sort(),
     [
       ['cgroups', 1],
+      ['facts', 1],
       ['kernel', 1],
       ['kubelet', 1],
       ['node', 1],

@@ -30,6 +30,7 @@ function countingInputs() {
     pids: never('pids'),
     disks: never('disks'),
     oomKills: never('oomKills'),
+    facts: never('facts'),
     kubelet: async () => {
       calls.push('kubelet');
       return { url: 'http://127.0.0.1:1/healthz', reachable: true, ok: true, status: 200, body: 'ok', durationMs: 1 };
@@ -49,7 +50,7 @@ t.test('a registry of two collectors reads only the kubelet and reports only it'
 });
 
 t.test('every collector has a name of its own and names only known inputs', async (t) => {
-  const known = new Set(['status', 'lists', 'index', 'cgroups', 'pids', 'disks', 'kubelet', 'oomKills']);
+  const known = new Set(['status', 'lists', 'index', 'cgroups', 'pids', 'disks', 'kubelet', 'oomKills', 'facts']);
   t.equal(new Set(COLLECTORS.map((c) => c.name)).size, COLLECTORS.length);
   for (const c of COLLECTORS) for (const i of c.inputs) t.ok(known.has(i), `${c.name}: ${i}`);
 });

@@ -10,7 +10,7 @@ import type { Outcome, Scrape } from '../scrape.js';
 const PER_SOURCE: readonly { name: string; help: string; value: (o: Outcome, s: Scrape, source: MetricsSource) => number }[] = [
   {
     name: 'nodetruth_scrape_source_up',
-    help: 'Whether each source answered within its deadline in this scrape (runtime, cgroups, node, kubelet, kernel).',
+    help: 'Whether each source answered within its deadline in this scrape (runtime, cgroups, node, kubelet, kernel, facts).',
     value: (o) => (o.ok ? 1 : 0),
   },
   {
