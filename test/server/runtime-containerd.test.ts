@@ -73,7 +73,8 @@ if (missing) {
 
   t.test('empty pod and container lists', async (t) => {
     t.same((await get('/v1/pods')).json(), { items: [] });
-    t.same((await get('/v1/containers?state=running')).json(), { items: [] });
+    // a container list names the containers whose status failed (none here) since 77fa330
+    t.same((await get('/v1/containers?state=running')).json(), { items: [], warnings: [] });
     const text = await get('/v1/containers?format=text');
     t.equal(text.body, 'CONTAINER   IMAGE   CREATED   STATE   NAME   ATTEMPT   POD ID   POD   NAMESPACE\n');
   });
