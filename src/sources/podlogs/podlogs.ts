@@ -573,7 +573,6 @@ class TailCollector {
   private pending: Record<Stream, Group | null> = { stdout: null, stderr: null };
   private closed: Record<Stream, boolean>;
   private seeding: Record<Stream, LineParts | null> = { stdout: null, stderr: null };
-  private created = 0;
   /** no more logical lines are wanted: only the pending ones are completed */
   private full: boolean;
   limitHit = false;
@@ -650,7 +649,8 @@ class TailCollector {
     this.groups.push(ng);
     this.heldBytes += ng.p.bytes;
     this.pending[s] = ng;
-    if (this.q.want !== null && ++this.created >= this.q.want) this.full = true;
+    // counted toward tailLines only once admitted: a line found by its end may still turn out
+    // to start before sinceTime (its first P part older), and then it is not one of the tail
     this.admit();
     this.prune();
   }
@@ -687,6 +687,16 @@ class TailCollector {
       }
       this.admitted.push(g.p.entry());
       this.admittedBytes += size;
+      if (this.q.want !== null && this.admitted.length >= this.q.want) {
+        // the newest `want` lines by where they end are in: whatever is still open ends earlier
+        // (a stream still collecting the unfinished run a follow hands on stays open until its start)
+        this.full = true;
+        this.closed = { stdout: this.seeding.stdout === null, stderr: this.seeding.stderr === null };
+        this.pending = { stdout: null, stderr: null };
+        this.groups.length = this.head;
+        this.heldBytes = 0;
+        return;
+      }
     }
   }
 

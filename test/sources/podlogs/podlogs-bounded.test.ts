@@ -116,6 +116,20 @@ t.test('property: tails and sinceTime equal a whole-file reference, whatever the
   t.pass('300 generated files agree with the reference');
 });
 
+t.test('a tail with sinceTime counts only lines it keeps: a later-ending run that starts before sinceTime is no tail line', async (t) => {
+  // found by the property above (seeded by fast-check): stdout's run starts before sinceTime and
+  // ends last, so reading backwards it was counted as the one tail line, then dropped
+  const dir = dirOf('since-tail');
+  writeFileSync(
+    path.join(root, dir, '0.log'),
+    '2026-11-30T10:00:00.000123456Z stdout P ba ✓aa\n2026-11-30T10:00:00.003123456Z stderr F ébab\ngarbage é✓\t✓\n2026-11-30T10:00:00.006123456Z stdout F \t✓aab\n',
+  );
+  for (const chunk of [53, 7, 65536]) {
+    const got = await new PodLogs(new HostFs(root), { chunkBytes: chunk }).read(`${dir}/0.log`, q({ tailLines: 1, sinceUs: (T0 + 1) * 1000 + 123 }));
+    t.same(got.entries.map((e) => [e.time, e.stream, e.message]), [['2026-11-30T10:00:00.003123456Z', 'stderr', 'ébab']], `chunk ${chunk}`);
+  }
+});
+
 t.test('a 70 MiB P run with no F: one line, cut at the cap, from its head', async (t) => {
   const dir = dirOf('prun');
   const fd = openSync(path.join(root, dir, '0.log'), 'w');
