@@ -4,10 +4,12 @@
  * a FAKE CRI runtime and the captured OOM kernel log, as test/metrics does), every label
  * it filters, groups or names in a legend is on those series (or is a target label the
  * ServiceMonitor adds), promtool parses every query, and the panels cover what on-call
- * needs: OOM kills, throttling, PSI, runtime readiness, restarts, node PID and disk use.
+ * needs: OOM kills, throttling, PSI, runtime readiness, restarts, node PID and disk use; and,
+ * in a real Prometheus, every query returns data with the runtime answering and without it.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -228,5 +230,149 @@ t.test('every metric and label the dashboard queries is one /metrics exports', a
     }
     const used = new Set([...refs.labels, ...[...q.legend.matchAll(/\{\{\s*([a-zA-Z_]\w*)\s*\}\}/g)].map((m) => m[1]!)]);
     for (const l of used) t.ok(available.has(l), `label ${l} exists (${q.where})`);
+  }
+});
+
+/**
+ * Every expression against a real Prometheus scraping two agents of the same captured node:
+ * one whose runtime answers (names on every series) and one whose runtime does not (series
+ * keep pod_uid and id, lose pod and container names: the failure the dashboard is opened for).
+ * Counters grow while Prometheus scrapes (cgroup files rewritten, a container restarted, the
+ * kernel log's OOM kills printed again with new sequence numbers), so rates and increases are
+ * real. Prometheus is killed by its PID.
+ */
+const PROMETHEUS = '/usr/bin/prometheus';
+
+/** Expressions that return nothing by design on a node, and why: each is checked to be empty there, so the list stays honest. */
+const EMPTY_BY_DESIGN: { node: 'named' | 'unnamed'; match: RegExp; why: string }[] = [
+  { node: 'unnamed', match: /nodetruth_container_attempt/, why: "restarts are the runtime's own list: without it there is none (Runtime ready says why)" },
+  { node: 'named', match: /nodetruth_cri_errors_total/, why: 'a runtime that answers makes no CRI errors' },
+  { node: 'named', match: /nodetruth_metrics_cgroups_dropped/, why: 'shown only when cgroups are dropped (over 5,000)' },
+  { node: 'unnamed', match: /nodetruth_metrics_cgroups_dropped/, why: 'shown only when cgroups are dropped (over 5,000)' },
+];
+
+/** Every integer after a counter key in the cgroup files grows: usage_usec, throttled_*, total=, oom. */
+function growCounters(dir: string, step: number): void {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) growCounters(p, step);
+    else if (/^(cpu\.stat|memory\.events|(cpu|memory|io)\.pressure)$/.test(e.name)) {
+      const text = readFileSync(p, 'utf8');
+      writeFileSync(
+        p,
+        text
+          .replace(/^((?:usage|user|system|throttled)_usec|nr_periods|nr_throttled) (\d+)$/gm, (_, k: string, v: string) => `${k} ${Number(v) + step * 1000}`)
+          .replace(/total=(\d+)/g, (_, v: string) => `total=${Number(v) + step * 5000}`)
+          .replace(/^(oom|oom_kill) (\d+)$/gm, (_, k: string, v: string) => `${k} ${Number(v) + 1}`),
+      );
+    }
+  }
+}
+
+/** The captured OOM report printed again: the same records, sequence numbers moved past the last. */
+function reprintOom(src: string, dst: string, offset: number): void {
+  const recs = readFileSync(src, 'utf8')
+    .split('\n')
+    .filter((l) => /^\d+,\d+,/.test(l))
+    .map((l) => l.replace(/^(\d+),(\d+),(\d+),/, (_, pri: string, seq: string, ts: string) => `${pri},${Number(seq) + offset},${Number(ts) + offset * 1000},`));
+  appendFileSync(dst, recs.join('\n') + '\n');
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+t.test('every expression returns data in real Prometheus, with the runtime answering and without it', { skip: existsSync(PROMETHEUS) ? false : 'prometheus not installed (apt-get install prometheus)' }, async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-dash-prom-'));
+  const named = realNode('systemd');
+  const unnamed = realNode('systemd');
+  const cri = new FakeCriServer(capturedRuntime());
+  await cri.start();
+  const kmsgOf = (name: string) => {
+    const p = path.join(dir, `${name}.kmsg`);
+    copyFileSync(kmsgFixture('oom-memcg-systemd.kmsg'), p);
+    return p;
+  };
+  const common = (n: typeof named, name: string) => ['--host-root', n.root, '--kmsg-path', kmsgOf(name), '--kubelet-healthz', 'http://127.0.0.1:9/healthz', '--node-name', name];
+  const agents = {
+    named: await testApp([...common(named, 'named'), '--cri-endpoint', cri.endpoint]),
+    unnamed: await testApp([...common(unnamed, 'unnamed'), '--cri-endpoint', `unix://${unnamed.root}/run/nothing.sock`, '--cri-timeout', '200ms']),
+  };
+  const ports: Record<string, number> = {};
+  for (const [k, a] of Object.entries(agents)) {
+    await a.app.listen({ host: '127.0.0.1', port: 0 });
+    ports[k] = (a.app.server.address() as AddressInfo).port;
+  }
+  const targets = Object.entries(ports)
+    .map(([k, port]) => `      - targets: ['127.0.0.1:${port}']\n        labels: {node: ${k}}\n`)
+    .join('');
+  writeFileSync(path.join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: nodetruth\n    static_configs:\n${targets}`);
+  const promPort = await freePort();
+  const prom = spawn(PROMETHEUS, [`--config.file=${dir}/prometheus.yml`, `--storage.tsdb.path=${dir}/data`, `--web.listen-address=127.0.0.1:${promPort}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let promLog = '';
+  prom.stderr!.on('data', (d) => (promLog += d));
+  const promExited = new Promise<void>((r) => prom.once('exit', () => r()));
+  let step = 0;
+  const ticker = setInterval(() => {
+    step++;
+    for (const n of [named, unnamed]) growCounters(path.join(n.root, 'sys/fs/cgroup'), step);
+  }, 1000);
+  t.teardown(async () => {
+    clearInterval(ticker);
+    if (prom.exitCode === null && prom.signalCode === null) process.kill(prom.pid!, 'SIGTERM');
+    const kill = setTimeout(() => prom.exitCode === null && process.kill(prom.pid!, 'SIGKILL'), 5000);
+    await promExited;
+    clearTimeout(kill);
+    for (const a of Object.values(agents)) await a.close();
+    await cri.stop();
+    named.cleanup();
+    unnamed.cleanup();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const api = `http://127.0.0.1:${promPort}/api/v1`;
+  const query = async (q: string): Promise<{ ok: boolean; n: number; error?: string; labels: Record<string, string>[] }> => {
+    const r = await fetch(`${api}/query?query=${encodeURIComponent(q)}`);
+    const j = (await r.json()) as { status: string; error?: string; data?: { result: { metric: Record<string, string>; value: [number, string] }[] } };
+    return j.status === 'success' ? { ok: true, n: j.data!.result.length, labels: j.data!.result.map((x) => x.metric) } : { ok: false, n: 0, error: j.error, labels: [] };
+  };
+  // until both targets have samples from after the counters grew and the OOM kills were printed again
+  const deadline = Date.now() + 60_000;
+  let reprinted = false;
+  for (;;) {
+    // once Prometheus holds a few samples of both: new OOM kills in the kernel log, every container restarted
+    if (!reprinted && ((await query('count_over_time(up[1m]) >= 3').catch(() => null))?.n ?? 0) === 2) {
+      reprinted = true;
+      for (const k of ['named', 'unnamed']) reprintOom(kmsgFixture('oom-memcg-systemd.kmsg'), path.join(dir, `${k}.kmsg`), 1000);
+      for (const c of cri.node.containers) c.attempt += 3; // a crash loop: attempt 3 or more
+    }
+    const r = await query('count by (node) (increase(nodetruth_kernel_oom_kills_total[1m]) > 0)').catch(() => null);
+    const restarts = await query('delta(nodetruth_container_attempt{node="named"}[1m]) > 0').catch(() => null);
+    if ((r?.n === 2 && (restarts?.n ?? 0) > 0 && step >= 8) || Date.now() > deadline || prom.exitCode !== null) break;
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  t.ok(reprinted && step >= 8 && prom.exitCode === null, `prometheus scraped both agents (log: ${promLog.slice(0, 500)})`);
+  const runtimeUp = await query('nodetruth_runtime_up');
+  t.same(Object.fromEntries(runtimeUp.labels.map((l) => [l.node, 1])), { named: 1, unnamed: 1 }, 'both targets scraped');
+  const unnamedWs = await query('container_memory_working_set_bytes{node="unnamed"}');
+  t.ok(unnamedWs.n > 0 && unnamedWs.labels.every((l) => !l.pod && !l.container && l.pod_uid && l.id), 'without the runtime: pod_uid and id, no names');
+
+  for (const node of ['named', 'unnamed'] as const) {
+    const empty: string[] = [];
+    for (const e of exprs) {
+      const q = e.expr.replace(/\$__rate_interval|\$__interval/g, '1m').replace(/\$__range/g, '1h').replace(/\$node\b/g, node).replace(/\$namespace\b/g, '.*');
+      const r = await query(q);
+      t.ok(r.ok, `${node}: ${e.panel}: Prometheus evaluates it (${r.error ?? ''})`);
+      const designed = EMPTY_BY_DESIGN.find((d) => d.node === node && d.match.test(e.expr));
+      if (designed) t.equal(r.n, 0, `${node}: ${e.panel}: empty by design (${designed.why})`);
+      else if (r.n === 0) empty.push(`${e.panel}: ${e.expr}`);
+      else if (node === 'unnamed' && /\{\{\s*pod\s*\}\}/.test(e.legendFormat ?? '') && !/nodetruth_container_attempt/.test(e.expr))
+        t.ok(r.labels.every((l) => l.pod), `${node}: ${e.panel}: every series has a pod to show (its UID when the name is gone)`);
+    }
+    t.same(empty, [], `${node}: every expression returns data`);
   }
 });
