@@ -5,6 +5,7 @@
  * nodefs.inodesFree<5%, imagefs.inodesFree<5%.
  */
 import type { Severity } from '../model/triage.js';
+import { containsInOrder } from '../util/phrases.js';
 
 export const THRESHOLDS = {
   /** crash loop: a container at this attempt or later whose last run exited non-zero */
@@ -144,16 +145,5 @@ export const KUBELET_JOURNAL_PATTERNS: readonly JournalPattern[] = [
 /** Does the message hold one of the pattern's phrases? Linear in the (bounded) message. */
 export function matchesJournalPattern(p: JournalPattern, message: string): boolean {
   const m = message.length > JOURNAL_MATCH_PREFIX ? message.slice(0, JOURNAL_MATCH_PREFIX) : message;
-  return p.phrases.some((ph) => (typeof ph === 'string' ? m.includes(ph) : inOrder(m, ph)));
-}
-
-function inOrder(m: string, parts: readonly string[]): boolean {
-  // the first occurrence of each part leaves the most room for the next: one pass
-  let from = 0;
-  for (const part of parts) {
-    const i = m.indexOf(part, from);
-    if (i < 0) return false;
-    from = i + part.length;
-  }
-  return true;
+  return p.phrases.some((ph) => (typeof ph === 'string' ? m.includes(ph) : containsInOrder(m, ph)));
 }

@@ -39,6 +39,7 @@
 import { setImmediate as yieldNow } from 'node:timers/promises';
 import type { Severity } from '../../model/triage.js';
 import type { KmsgRecord } from './parse.js';
+import { containsInOrder } from '../../util/phrases.js';
 
 /**
  * A phrase a record contains: a literal; literals in this order with anything
@@ -217,20 +218,10 @@ export interface KernelScan {
 
 const cut = (s: string, n: number) => (s.length > n ? s.slice(0, n) : s);
 
-function inOrder(m: string, parts: readonly string[]): boolean {
-  let from = 0;
-  for (const part of parts) {
-    const i = m.indexOf(part, from);
-    if (i < 0) return false;
-    from = i + part.length;
-  }
-  return true;
-}
-
 export function phraseMatches(ph: KernelPhrase, text: string): boolean {
   if (typeof ph === 'string') return text.includes(ph);
   if ('prefix' in ph) return text.startsWith(ph.prefix);
-  return inOrder(text, ph);
+  return containsInOrder(text, ph);
 }
 
 /** The first row whose phrase the text holds, or null. Linear in the (cut) text. */
