@@ -1,0 +1,46 @@
+/**
+ * manifest.json, written last: what every section came from, its size, its
+ * redaction markers and errors, what the budget trimmed, and the moment it shows.
+ */
+import { REDACTED, redactText } from '../redact.js';
+import type { Sources } from '../sources/index.js';
+import { VERSION } from '../version.js';
+import { FORMAT_VERSION, SECTION_KINDS, TRIM_ORDER, type Manifest, type Section, type SectionKind } from './format.js';
+
+export const MOMENT_NOTE =
+  'one moment: every answer and raw section was built from the same source reads (one ListContainers and ListPodSandbox, one walk of the kubepods cgroups, one ContainerStatus per container), made between capturedAt and finishedAt';
+const REDACTION_POLICY =
+  'as the API: environment values, secret-looking keys, command-line secrets, URL userinfo, secret query parameters and bearer tokens (src/redact.ts); raw files and log tails get the text rules';
+
+export function buildManifest(m: {
+  config: Sources['config'];
+  argv: string[];
+  capturedAt: Date;
+  finishedAt: Date;
+  sinceMs: number;
+  maxBytes: number;
+  bytes: number;
+  trimmed: ReadonlySet<SectionKind>;
+  sections: Section[];
+}): Manifest {
+  const byKind: Record<string, number> = Object.fromEntries(SECTION_KINDS.map((k) => [k, 0]));
+  for (const s of m.sections) byKind[s.kind] = (byKind[s.kind] ?? 0) + s.redacted;
+  return {
+    kind: 'nodetruth-bundle',
+    formatVersion: FORMAT_VERSION,
+    version: VERSION,
+    node: m.config.nodeName,
+    capturedAt: m.capturedAt.toISOString(),
+    finishedAt: m.finishedAt.toISOString(),
+    moment: MOMENT_NOTE,
+    argv: m.argv.map((a) => redactText(a)),
+    hostRoot: m.config.hostRoot,
+    since: new Date(m.capturedAt.getTime() - m.sinceMs).toISOString(),
+    maxBytes: m.maxBytes,
+    bytes: m.bytes,
+    trimOrder: [...TRIM_ORDER],
+    trimmed: TRIM_ORDER.filter((k) => m.trimmed.has(k)),
+    redaction: { marker: REDACTED, total: Object.values(byKind).reduce((a, b) => a + b, 0), byKind, policy: REDACTION_POLICY },
+    sections: m.sections,
+  };
+}
