@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { parseFlags } from './args.js';
 import { DNS1123_SUBDOMAIN, durationSchema } from './validate.js';
 
 /**
@@ -140,20 +140,7 @@ const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.to
 
 /** Parse argv (after the command name) and env into a Config; throws ConfigError with a readable message. */
 export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, extra: Record<string, { type: 'boolean' }> = {}): { config: Config; positionals: string[]; booleans: Record<string, boolean> } {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])),
-        ...extra,
-      },
-    });
-  } catch (err) {
-    throw new ConfigError((err as Error).message);
-  }
+  const parsed = parseFlags(argv, { ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])), ...extra }, (m) => new ConfigError(m));
   const raw: Record<string, unknown> = {};
   for (const [flag, { env: envName }] of Object.entries(FLAGS)) {
     const v = (parsed.values as Record<string, unknown>)[flag] ?? env[envName];

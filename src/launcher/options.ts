@@ -4,8 +4,8 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { parseFlags } from '../args.js';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../validate.js';
 import { VERSION } from '../version.js';
 
@@ -73,30 +73,23 @@ Flags:
 `;
 
 export function parseAttachArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): AttachOptions {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        image: { type: 'string' },
-        namespace: { type: 'string', short: 'n' },
-        port: { type: 'string' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        'profile-path': { type: 'string' },
-        timeout: { type: 'string' },
-        'max-duration': { type: 'string' },
-        get: { type: 'string', multiple: true },
-        capture: { type: 'boolean' },
-        output: { type: 'string', short: 'o' },
-      },
-    });
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  const { values: v, positionals } = parsed;
+  const { values: v, positionals } = parseFlags(
+    argv,
+    {
+      image: { type: 'string' },
+      namespace: { type: 'string', short: 'n' },
+      port: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+      'profile-path': { type: 'string' },
+      timeout: { type: 'string' },
+      'max-duration': { type: 'string' },
+      get: { type: 'string', multiple: true },
+      capture: { type: 'boolean' },
+      output: { type: 'string', short: 'o' },
+    },
+    (m) => new UsageError(m),
+  );
   if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'which node? nodetruth attach <node>' : `one node at a time, got ${positionals.join(' ')}`);
   const result = optionsSchema.safeParse({
     node: positionals[0],

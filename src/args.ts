@@ -1,0 +1,14 @@
+import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
+
+/**
+ * Command-line flags as every command reads them: positionals allowed, unknown flags
+ * refused, and parseArgs' own error rethrown as the command's usage error (which
+ * prints the usage and exits 2) instead of escaping as an unexpected one.
+ */
+export function parseFlags<O extends ParseArgsOptionsConfig>(argv: string[], options: O, usageError: (message: string) => Error) {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, strict: true, options });
+  } catch (err) {
+    throw usageError((err as Error).message);
+  }
+}
