@@ -248,6 +248,7 @@ type RunResult = { kind: 'done'; reply: Reply } | { kind: 'timeout' } | { kind: 
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { RE2JS } = require(workerData.re2js);
+parentPort.postMessage({ ready: true });
 const cache = new Map();
 function compiled(source, flags) {
   const key = flags + ':' + source;
@@ -325,7 +326,7 @@ class PatternPool {
       if (w) return w;
       if (this.live < PATTERN_LIMITS.workers) {
         this.live++;
-        return this.spawn();
+        return this.spawn(signal);
       }
       if (this.waiting.length >= PATTERN_LIMITS.maxQueued) throw new SourceError('busy', `pattern: ${this.waiting.length} searches are already waiting for a matcher; retry later`, { retryAfterSeconds: 1 });
       const ok = await new Promise<boolean>((resolve) => {
@@ -355,7 +356,12 @@ class PatternPool {
     this.waiting.shift()?.();
   }
 
-  private spawn(): Worker {
+  /**
+   * A new worker, once it has loaded re2js: a job's time budget starts only then, so a
+   * starved CPU (a node VM under emulation, a loaded node) slows the start of a worker,
+   * not a compile into a refusal. Null when the request went away or the worker died first.
+   */
+  private spawn(signal?: AbortSignal): Promise<Worker | null> {
     this.re2jsPath ??= createRequire(import.meta.url).resolve('re2js');
     // execArgv: [] — the worker needs none of the parent's flags or loaders
     const w = new Worker(WORKER_SOURCE, { eval: true, execArgv: [], workerData: { re2js: this.re2jsPath }, resourceLimits: { maxOldGenerationSizeMb: 128 } });
@@ -368,7 +374,23 @@ class PatternPool {
         this.live--;
       }
     });
-    return w;
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        w.off('message', onReady);
+        w.off('exit', onGone);
+        signal?.removeEventListener('abort', onGone);
+        if (ok) return resolve(w);
+        this.release(w, false);
+        resolve(null);
+      };
+      const onReady = (m: { ready?: boolean }) => {
+        if (m.ready) done(true);
+      };
+      const onGone = () => done(false);
+      w.on('message', onReady);
+      w.once('exit', onGone);
+      signal?.addEventListener('abort', onGone, { once: true });
+    });
   }
 }
 
