@@ -41,7 +41,7 @@ const CONCURRENCY = 4;
 const SLOW_CONCURRENCY = 64;
 
 // ~40 s on an idle 2-core machine; room for a busy one
-t.setTimeout(5 * 60_000);
+t.setTimeout(15 * 60_000); // a hang guard: 10,000 requests took ~4 min on 2 cores loaded by other work
 t.comment(`fuzz seed ${SEED} (NODETRUTH_FUZZ_SEED=${SEED} reproduces), ${RUNS} requests`);
 
 // small: the fuzz is about input handling, the scale figures are bench/'s
@@ -117,7 +117,11 @@ const short = (u: string) => (u.length > 300 ? `${u.slice(0, 300)}… (${u.lengt
 
 function check(req: FuzzRequest, status: number, body: string, ms: number): void {
   note(req, status);
-  if (status >= 500) failures.push({ url: short(req.url), why: `status ${status}: ${body.slice(0, 300)}` });
+  // 503 Overloaded is the load shedder answering for itself (issue 12: past a bound of concurrent
+  // full-node work, 503 with Retry-After instead of an unbounded queue; its own tests check the
+  // header): the fuzz runs 64 windowed requests at once, so it meets it by design
+  const shed = status === 503 && body.includes('"type":"https://nodetruth.dev/problems/overloaded"');
+  if (status >= 500 && !shed) failures.push({ url: short(req.url), why: `status ${status}: ${body.slice(0, 300)}` });
   if (body.includes(host.canaryContent)) failures.push({ url: short(req.url), why: 'canary content in the response' });
   for (const s of host.secrets) if (body.includes(s)) failures.push({ url: short(req.url), why: `secret ${s} in the response` });
   if (ms > slowest.ms) slowest = { ms, url: short(req.url) };
