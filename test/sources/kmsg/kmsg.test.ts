@@ -62,12 +62,14 @@ t.test('follow on the real /dev/kmsg sees a new marker, and ends on abort', { sk
   const ac = new AbortController();
   const marker = `nodetruth-follow-${process.pid}-${Date.now()}`;
   const it = log.follow({ sinceSeq: null, tailLines: 0, pattern: await compileKernelPattern(marker) }, ac.signal, 20);
-  setTimeout(() => {
+  // written until the follow sees it: a follow with tailLines=0 starts at the end of the ring as it
+  // finds it, so one marker written before it got there (a loaded machine) would never be seen
+  const writer = setInterval(() => {
     const fd = openSync('/dev/kmsg', 'w');
     writeSync(fd, `<14>${marker}\n`);
     closeSync(fd);
-  }, 100);
-  const first = await it.next();
+  }, 200);
+  const first = await it.next().finally(() => clearInterval(writer));
   t.match(first.value, { kind: 'record', record: { text: marker, level: 6 } });
   ac.abort();
   t.equal((await it.next()).done, true);
