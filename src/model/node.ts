@@ -190,7 +190,8 @@ export interface EvictionCheck {
 
 export type MountAnswer =
   | { path: string; answered: true; ms: number }
-  | { path: string; answered: false; reason: string; since: string };
+  /** outstanding: its own statfs is still out (since `since`); false: no free slot to ask it in time */
+  | { path: string; answered: false; reason: string; since: string; outstanding: boolean };
 
 export interface CriMethodLatency {
   method: 'ListPodSandbox' | 'ListContainers';

@@ -47,6 +47,8 @@ export const THRESHOLDS = {
   zombiesPerPod: 10,
   /** a kubelet certificate with fewer days left (rotation renews at 70-90% of its life) */
   certExpiringDays: 7,
+  /** a statfs out this long is a hung mount, not a slow one or a busy thread pool (a hung NFS mount never returns) */
+  mountHungSeconds: 10,
   /** a CRI list call this slow (seconds): PLEG relists every second */
   criSlowSeconds: 1,
   /** evidence excerpts per finding */

@@ -4,6 +4,7 @@
  */
 import t from 'tap';
 import { FINDINGS } from '../../src/triage/findings.js';
+import { THRESHOLDS } from '../../src/triage/thresholds.js';
 import { RULES, SnapshotIndex } from '../../src/triage/rules/index.js';
 import { factsHost, troubledFacts } from '../fixtures/node-facts.js';
 import { healthySnapshot, ok } from '../fixtures/triage-snapshot.js';
@@ -38,4 +39,21 @@ t.test('node facts from a real-shaped host: each row found with its evidence, ca
   t.match(found.find((f) => f.id === 'zombies-in-pod')!.subject, { podUid: POD_UID, containerId: OOM_CHILD_ID });
   t.equal(found.find((f) => f.id === 'processes-d-state'), undefined, 'two D-state processes are below the threshold of 3');
   t.same(rule.run(healthySnapshot(), new SnapshotIndex(healthySnapshot())), [], 'no facts read: nothing');
+});
+
+t.test('a statfs queued behind a busy pool, refused a slot, or out for less than mountHungSeconds is no hung mount', async (t) => {
+  // seen in the node VM under emulation during a capture: three false mount-not-answering criticals
+  const fx = await factsHost('systemd');
+  t.teardown(fx.cleanup);
+  const facts = await troubledFacts(fx);
+  const s = healthySnapshot();
+  const at = (msAgo: number) => new Date(s.nowMs - msAgo).toISOString();
+  facts.mounts = [
+    { path: '/', answered: false, reason: 'no free statfs slot within 1000 ms (2 mounts not answering)', since: at(60_000), outstanding: false },
+    { path: '/var/lib/containerd', answered: false, reason: 'statfs did not return within 1000 ms', since: at(1_500), outstanding: true },
+    { path: '/mnt/nfs', answered: false, reason: 'statfs did not return within 1000 ms', since: at(THRESHOLDS.mountHungSeconds * 1000 + 1), outstanding: true },
+    { path: '/var/lib/kubelet', answered: true, ms: 3 },
+  ];
+  const hung = rule.run({ ...s, facts: ok(facts) }, new SnapshotIndex(s)).filter((f) => f.id === 'mount-not-answering');
+  t.same(hung.map((f) => f.evidence[0]!.path), ['/mnt/nfs']);
 });

@@ -20,7 +20,12 @@ export const STATFS_LIMITS = {
   timeoutMs: 1000,
 } as const;
 
-export type Timed<T> = { ok: true; value: T; ms: number } | { ok: false; reason: string; since: string };
+/**
+ * `outstanding`: this path's own call is still out (slow, or hung if it stays out); false when
+ * the box had no free slot in time, which says nothing about this mount (a busy pool, other
+ * mounts hung). Triage calls a mount hung only when its call has been out for a while.
+ */
+export type Timed<T> = { ok: true; value: T; ms: number } | { ok: false; reason: string; since: string; outstanding: boolean };
 
 export class StatfsBox {
   /** calls running, including those past their deadline */
@@ -43,11 +48,11 @@ export class StatfsBox {
 
   async run<T>(key: string, call: () => Promise<T>): Promise<Timed<T>> {
     const pending = this.out.get(key);
-    if (pending !== undefined) return this.note(key, { ok: false, reason: `statfs has not returned since ${new Date(pending).toISOString()} (the mount does not answer)`, since: new Date(pending).toISOString() });
+    if (pending !== undefined) return this.note(key, { ok: false, reason: `statfs has not returned since ${new Date(pending).toISOString()} (the mount does not answer)`, since: new Date(pending).toISOString(), outstanding: true });
     const t0 = Date.now();
     const until = t0 + this.timeoutMs;
     if (!(await this.acquire(until))) {
-      return this.note(key, { ok: false, reason: `no free statfs slot within ${this.timeoutMs} ms (${this.out.size} mounts not answering)`, since: new Date(t0).toISOString() });
+      return this.note(key, { ok: false, reason: `no free statfs slot within ${this.timeoutMs} ms (${this.out.size} mounts not answering)`, since: new Date(t0).toISOString(), outstanding: false });
     }
     this.out.set(key, t0);
     const p0 = performance.now();
@@ -66,7 +71,7 @@ export class StatfsBox {
     });
     try {
       const r = await Promise.race([settled, late]);
-      if (r === 'late') return this.note(key, { ok: false, reason: `statfs did not return within ${this.timeoutMs} ms (the mount does not answer)`, since: new Date(t0).toISOString() });
+      if (r === 'late') return this.note(key, { ok: false, reason: `statfs did not return within ${this.timeoutMs} ms`, since: new Date(t0).toISOString(), outstanding: true });
       if ('error' in r) throw r.error;
       return this.note(key, { ok: true, value: r.value, ms: Math.round(performance.now() - p0) });
     } finally {
@@ -87,7 +92,7 @@ export class StatfsBox {
   private note<T>(key: string, r: Timed<T>): Timed<T> {
     // bounded: the agent statfs's a fixed set of paths, but keep the table small whatever asks
     if (!this.seen.has(key) && this.seen.size >= 64) this.seen.delete(this.seen.keys().next().value!);
-    this.seen.set(key, r.ok ? { path: key, answered: true, ms: r.ms } : { path: key, answered: false, reason: r.reason, since: r.since });
+    this.seen.set(key, r.ok ? { path: key, answered: true, ms: r.ms } : { path: key, answered: false, reason: r.reason, since: r.since, outstanding: r.outstanding });
     return r;
   }
 

@@ -133,16 +133,18 @@ function eviction(f: NodeFacts): Finding[] {
   return out;
 }
 
-function mounts(f: NodeFacts): Finding[] {
+function mounts(f: NodeFacts, nowMs: number): Finding[] {
+  // only a call of its own, out for a while, is a hung mount: a statfs queued behind a busy pool
+  // (a loaded node, a capture) or refused a slot is no evidence about the mount
   return f.mounts.flatMap((m): Finding[] =>
-    m.answered
+    m.answered || !m.outstanding || nowMs - Date.parse(m.since) < T.mountHungSeconds * 1000
       ? []
       : [
           {
             id: 'mount-not-answering',
             severity: 'critical',
             title: `statfs of ${m.path} does not return`,
-            detail: `${m.reason}: anything that touches this mount (df, kubelet's stats, a container's writes) hangs in D state`,
+            detail: `${m.reason}; out since ${m.since}: anything that touches this mount (df, kubelet's stats, a container's writes) hangs in D state`,
             evidence: [{ source: 'statfs', path: m.path, excerpt: m.reason }],
             hint: 'Find the mount (findmnt -T <path>) and its server or device; a dead NFS server: restore it or `umount -f -l`; a frozen filesystem: `fsfreeze -u`.',
           },
@@ -172,6 +174,6 @@ export const nodeFactsRule: Rule = {
   run(s, ix) {
     if (!s.facts?.ok) return [];
     const f = s.facts.value;
-    return [...mounts(f), ...certificates(f), ...conntrack(f), ...eviction(f), ...processes(f, ix), ...taint(f), ...criLatency(f)];
+    return [...mounts(f, s.nowMs), ...certificates(f), ...conntrack(f), ...eviction(f), ...processes(f, ix), ...taint(f), ...criLatency(f)];
   },
 };
