@@ -6,8 +6,11 @@
 // every assertion below is made only through nodetruth's HTTP API, from the host.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { routeKey } from '../../src/bundle/format.js';
+import { readBundle } from '../../src/bundle/read.js';
 import { ensureImage } from './image.js';
 import { NodeVm, projectRoot } from './vm.js';
 import { GiveUp, log, runOk, tailFile, waitFor } from './util.js';
@@ -360,6 +363,47 @@ scenario('container logs: /v1/containers/{id}/logs reads the CRI log file', asyn
   assert.match(crashText, /starting attempt 3/);
   assert.match(crashText, /fatal: missing config/);
 });
+
+// issue 14: the node in the middle of its scenarios, as a bundle; NODETRUTH_E2E_WRITE_EXAMPLE=1 keeps it
+// as examples/node-vm.tar.gz (the example scripts/serve-local.sh serves on a machine that is no node)
+scenario('bundle: GET /v1/bundle is a bundle the reader accepts, holding the crash loop, the OOM kill, the throttled container and NetworkReady false', async () => {
+  if (!vm) throw new Error('no VM');
+  const t0 = Date.now();
+  const res = await fetch(`${vm.baseUrl}/v1/bundle?since=1h&maxSize=16MiB`, { signal: AbortSignal.timeout(540_000) });
+  const body = Buffer.from(await res.arrayBuffer());
+  assert.equal(res.status, 200, `GET /v1/bundle answered ${res.status}: ${body.subarray(0, 800).toString('utf8')}`);
+  const ms = Date.now() - t0;
+  const dir = mkdtempSync(join(tmpdir(), 'nodetruth-e2e-bundle-'));
+  try {
+    const file = join(dir, 'node-vm.tar.gz');
+    writeFileSync(file, body);
+    const b = await readBundle(file); // the reader refuses anything hostile or malformed
+    const answer = (u: string) => {
+      const a = b.routes.get(routeKey(u));
+      assert.ok(a, `the bundle has no answer for ${u}`);
+      assert.equal(a.status, 200, `${u} stored as ${a.status}: ${a.body.subarray(0, 400).toString('utf8')}`);
+      return JSON.parse(a.body.toString('utf8'));
+    };
+    const network = itemsOf(answer('/v1/runtime'), 'conditions').find((c: { type: string }) => c.type === 'NetworkReady');
+    assert.equal(network?.status, false, 'NetworkReady false, as captured');
+    const crash = itemsOf(answer('/v1/containers')).filter((c: { podUid: string; name: string }) => c.podUid === setup.pods.crashloop.uid && c.name === 'crash');
+    assert.ok(crash.length >= 4 && crash.every((c: { exitCode: number }) => c.exitCode === 1), `crash loop attempts: ${JSON.stringify(crash.map((c: { attempt: number; exitCode: number }) => [c.attempt, c.exitCode]))}`);
+    assert.ok(itemsOf(answer('/v1/oom'), 'kills').some((k: { containerId: string | null }) => k.containerId === setup.containers.hog.id), 'the OOM kill of the hog');
+    const throttled = itemsOf(answer('/v1/throttling?window=1s'));
+    assert.equal(throttled[0]?.containerId, setup.containers.spin.id, `throttling first: ${JSON.stringify(throttled[0])}`);
+    assert.equal(answer(`/v1/containers/${setup.containers.ticker.id}`).id, setup.containers.ticker.id, 'per-container answers');
+    assert.ok(!body.includes('e2e-secret-value-do-not-show'), 'the API_TOKEN value is not in the bundle');
+    const failedSections = b.manifest.sections.filter((x) => x.error !== undefined).map((x) => `${x.kind} ${x.name}: ${x.error}`);
+    log(`bundle: ${body.length} bytes gzip, ${b.manifest.bytes} uncompressed, ${b.routes.size} answers, ${b.manifest.redaction.total} redacted, trimmed [${b.manifest.trimmed.join(',')}], captured in ${ms} ms; failed sections: ${failedSections.join('; ') || 'none'}`);
+    if (process.env.NODETRUTH_E2E_WRITE_EXAMPLE === '1') {
+      mkdirSync(join(projectRoot, 'examples'), { recursive: true });
+      writeFileSync(join(projectRoot, 'examples', 'node-vm.tar.gz'), body);
+      log(`wrote examples/node-vm.tar.gz (${body.length} bytes)`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 600_000);
 
 test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout: 240_000 }, async (t) => {
   const v = vm!;
