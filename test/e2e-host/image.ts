@@ -6,8 +6,8 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildBusyboxOciArchive, type OciImageSpec } from './oci.js';
-import { log, runOk } from './util.js';
+import { buildBusyboxOciArchive, type OciImageSpec } from '../e2e/oci.js';
+import { log, runOk } from '../e2e/util.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -55,7 +55,7 @@ export function imageHash(): string {
   h.update(GUEST_PACKAGES.join(',') + '\n');
   h.update(mirrorLines().join('\n') + '\n');
   h.update(JSON.stringify(GUEST_IMAGES) + '\n' + IMAGE_SIZE + '\n');
-  for (const f of ['guest/customize.sh', 'image.ts', 'oci.ts']) h.update(readFileSync(join(here, f)));
+  for (const f of ['guest/customize.sh', 'image.ts', '../e2e/oci.ts']) h.update(readFileSync(join(here, f)));
   return h.digest('hex').slice(0, 16);
 }
 

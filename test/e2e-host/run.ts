@@ -13,7 +13,7 @@ import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
 import { ensureImage } from './image.js';
 import { NodeVm, projectRoot } from './vm.js';
-import { GiveUp, log, runOk, tailFile, waitFor } from './util.js';
+import { GiveUp, log, runOk, tailFile, waitFor } from '../e2e/util.js';
 
 // ---- what the driver reports (guest/cri-driver.ts setup) -----------------------------
 interface PodOut {

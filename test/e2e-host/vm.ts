@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { GuestImage } from './image.js';
 import { cacheRoot } from './image.js';
-import { GiveUp, log, runOk, sleep, tailFile, waitFor } from './util.js';
+import { GiveUp, log, runOk, sleep, tailFile, waitFor } from '../e2e/util.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const projectRoot = resolve(here, '..', '..');
