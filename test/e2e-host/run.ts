@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
 import { ensureImage } from './image.js';
-import { NodeVm, projectRoot } from './vm.js';
+import { NodeVm, projectRoot } from '../e2e/vm.js';
 import { GiveUp, log, runOk, tailFile, waitFor } from '../e2e/util.js';
 
 // ---- what the driver reports (guest/cri-driver.ts setup) -----------------------------
@@ -120,7 +120,7 @@ async function bringUpNode(): Promise<void> {
   timings.imageMs = Date.now() - t1;
   if (image.buildMs) timings.imageBuildMs = image.buildMs;
 
-  vm = new NodeVm(image);
+  vm = new NodeVm({ ...image, suite: 'bookworm' }); // test/e2e's VM runner, with this harness's guest
   installExitHandlers(vm);
   await vm.boot();
   timings.bootMs = vm.bootMs;

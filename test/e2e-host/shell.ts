@@ -3,12 +3,12 @@
 //   node --import tsx test/e2e-host/shell.ts 'systemctl status containerd' 'ls /sys/fs/cgroup'
 // With --keep it waits for Enter (or SIGINT) before stopping, printing the run directory.
 import { ensureImage } from './image.js';
-import { NodeVm } from './vm.js';
+import { NodeVm } from '../e2e/vm.js';
 
 const args = process.argv.slice(2);
 const keep = args.includes('--keep');
 const scripts = args.filter((a) => a !== '--keep');
-const vm = new NodeVm(await ensureImage());
+const vm = new NodeVm({ ...(await ensureImage()), suite: 'bookworm' });
 process.once('SIGINT', () => {
   vm.killNow();
   process.exit(130);
