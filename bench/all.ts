@@ -14,7 +14,8 @@
  *  3. /v1/containers vs raw grpc-js ListContainers + ListPodSandbox + ContainerStatus of each
  *     (16 at a time), rounds 1.1 s apart (the agent keeps a live status for 1 s), interleaved;
  *  4. /v1/cgroups over HTTP vs a readFileSync loop over the same cgroups' STAT_FILES;
- *  5. /metrics over HTTP vs a readFileSync loop over the files its series use;
+ *  5. /metrics over HTTP vs a readFileSync loop over the files its series use (the cgroups'
+ *     METRIC_CGROUP_FILES and every /proc/<pid>/stat, for the D/Z process series);
  *  6. RSS idle after that round: 5 s after the last answer;
  *  7. load: autocannon, 50 connections, `loadSeconds`, a random pick per request among
  *     /v1/containers, /v1/cgroups, /metrics, /v1/node; p50/p99, req/s, errors by status;
@@ -25,7 +26,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import autocannon from 'autocannon';
@@ -165,7 +166,14 @@ async function measure(containers: number) {
     // 3-5
     const containersFig = await pair(agentGet('/v1/containers'), rawContainers, 1100);
     const cgroupsFig = await pair(agentGet('/v1/cgroups'), readLoop(STAT_FILES), 200);
-    const metricsFig = await pair(agentGet('/metrics'), readLoop(METRIC_CGROUP_FILES), 200);
+    // the D/Z process series (issue 15) read every process's /proc/<pid>/stat: so does the baseline
+    const statFiles = readdirSync(path.join(host.root, 'proc')).filter((n) => /^[1-9]\d*$/.test(n)).map((n) => path.join(host.root, 'proc', n, 'stat'));
+    const metricsBase = readLoop(METRIC_CGROUP_FILES);
+    const metricsFig = await pair(agentGet('/metrics'), async () => {
+      let n = await metricsBase();
+      for (const f of statFiles) n += readFileSync(f, 'utf8').length;
+      return n;
+    }, 200);
     await get('/v1/node');
     // 6
     await sleep(5000);
@@ -223,7 +231,7 @@ async function measure(containers: number) {
       heapAfterLoadMiB: heap,
       v1Containers: { ...containersFig, vs: 'raw ListContainers + ListPodSandbox + ContainerStatus each, 16 at a time', bytes: bytes['/v1/containers'] },
       v1Cgroups: { ...cgroupsFig, vs: `readFileSync loop, ${dirs.length} cgroups × ${STAT_FILES.length} files`, bytes: bytes['/v1/cgroups'] },
-      metrics: { ...metricsFig, vs: `readFileSync loop, ${dirs.length} cgroups × ${METRIC_CGROUP_FILES.length} files`, bytes: bytes['/metrics'] },
+      metrics: { ...metricsFig, vs: `readFileSync loop, ${dirs.length} cgroups × ${METRIC_CGROUP_FILES.length} files + ${statFiles.length} /proc/<pid>/stat`, bytes: bytes['/metrics'] },
       load: {
         routes: LOAD_ROUTES,
         seconds: loadSeconds,

@@ -78,6 +78,25 @@ t.test('D and Z processes by pod, with wchan; the walk is bounded and says where
   t.match(cut.states.cut, /only the first 3/);
 });
 
+t.test('the /proc walk reads stat synchronously but never through a link: a planted stat link and a pid-named dir link are not counted', async (t) => {
+  const fx = await factsHost('systemd');
+  t.teardown(fx.cleanup);
+  const fs = new HostFs(fx.root);
+  const before = await walkProcStates(fs);
+  // a tenant cannot make these in procfs; a host-root tree that is not procfs could hold them
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const outside = path.join(fx.root, '..', `outside-stat-${process.pid}`);
+  writeFileSync(outside, '94242 (evil) D 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 1 1 1\n');
+  t.teardown(() => import('node:fs').then((m) => m.rmSync(outside, { force: true })));
+  mkdirSync(path.join(fx.root, 'proc/94242'));
+  symlinkSync(outside, path.join(fx.root, 'proc/94242/stat'));
+  symlinkSync(path.join(fx.root, 'proc/702'), path.join(fx.root, 'proc/94343'));
+  const after = await walkProcStates(fs);
+  t.equal(after.states.scanned, before.states.scanned, 'neither link was read');
+  t.equal(after.states.dState, before.states.dState);
+  t.notOk(after.states.samples.some((p) => p.pid === 94242));
+});
+
 t.test('all facts from the host tree', async (t) => {
   const fx = await factsHost('systemd');
   t.teardown(fx.cleanup);
