@@ -15,6 +15,7 @@ import {
   REDACTED,
 } from '../src/redact.js';
 import { parseInfo } from '../src/sources/cri/normalize.js';
+import { CONFLIST_SOURCE, containerd21Info } from './fixtures/cri/containerd-2.1-status.js';
 
 t.test('env entries keep names only', async (t) => {
   t.equal(redactEnvEntry('PATH=/usr/bin'), `PATH=${REDACTED}`);
@@ -153,6 +154,19 @@ t.test('containerd 1.6 Status info: nothing to redact, so every original text is
   t.equal(net.Source, orig.Source, 'the conflist source keeps its own text (newlines, key order), not a re-serialization');
   t.equal(net.Plugins[0]!.Source, orig.Plugins[0].Source);
   t.equal(redactJsonText(orig.Source), orig.Source);
+});
+
+t.test('containerd 2.1 Status info (built from its source): every original text is kept, and the same object comes back', async (t) => {
+  const info = containerd21Info();
+  const parsed = parseInfo(info);
+  t.equal(redactDeep(parsed), parsed, 'nothing to redact: the input itself, not a copy');
+  const nets = (parsed.cniconfig as { Networks: { Config: { Source: string; Plugins: { Source: string }[] } }[] }).Networks;
+  t.equal(nets[1]!.Config.Source, CONFLIST_SOURCE);
+  for (const n of nets) {
+    t.equal(redactJsonText(n.Config.Source), n.Config.Source, 'a conflist text: unchanged, byte for byte');
+    for (const p of n.Config.Plugins) t.equal(redactJsonText(p.Source), p.Source);
+  }
+  t.equal(parsed.lastCNILoadStatus, 'OK', 'a value that is not JSON stays its text');
 });
 
 t.test('registry headers, auths and configs (containerd config) are redacted whatever their type', async (t) => {

@@ -17,11 +17,42 @@ export interface RuntimeCondition {
   message: string;
 }
 
+/**
+ * CRI RuntimeFeatures (StatusResponse field 4). containerd >= 2.0 sends it; 1.6 does not.
+ * Within a reported message a false flag means "not supported" (proto3 cannot tell an
+ * unset bool from false); the whole message is null when the runtime reported none.
+ */
+export interface RuntimeFeatures {
+  supplementalGroupsPolicy: boolean;
+  userNamespacesHostNetwork: boolean;
+  mountOptions: boolean;
+}
+
+/** CRI RuntimeHandlerFeatures: what one handler (runc, crun, kata ...) can do. */
+export interface RuntimeHandlerFeatures {
+  recursiveReadOnlyMounts: boolean;
+  userNamespaces: boolean;
+}
+
+export interface RuntimeHandler {
+  /** "" is the default handler (containerd 2.x lists it once as "" and once by its own name). */
+  name: string;
+  /** null: not reported (containerd 1.6, or 2.x when it could not introspect the handler's OCI runtime). */
+  features: RuntimeHandlerFeatures | null;
+}
+
 export interface RuntimeStatus {
   conditions: RuntimeCondition[];
   /** Verbose info, each value parsed from its JSON string (config, cniconfig, golang ...). */
   info: Record<string, unknown>;
-  runtimeHandlers: string[];
+  runtimeHandlers: RuntimeHandler[];
+  /**
+   * Runtime-wide features; null when the runtime reported none. toRuntimeStatus always
+   * sets it; it is optional only so that records built by hand (snapshots, fixtures) need not.
+   */
+  features?: RuntimeFeatures | null;
+  /** What was cut from the answer (handlers past MAX_RUNTIME_HANDLERS). */
+  warnings?: string[];
 }
 
 export interface PodSandbox {

@@ -71,6 +71,13 @@ export class FakeCriServer {
   delayMs = 0;
   /** Container ids whose ContainerStatus fails with INTERNAL (one bad item in a list). */
   readonly failStatus = new Set<string>();
+  /**
+   * Status beyond its two ready conditions, as the wire carries it (camelCase; a feature
+   * message present, even empty, or absent). Unset fields answer as containerd 1.6 does:
+   * no runtime handlers, no features, empty info. containerd21Status() in
+   * test/fixtures/cri/containerd-2.1-status.ts is containerd 2.1's.
+   */
+  statusReply: { status?: unknown; info?: Record<string, string>; runtimeHandlers?: unknown[]; features?: unknown } = {};
 
   constructor(node: FakeNode) {
     this.node = node;
@@ -123,14 +130,17 @@ export class FakeCriServer {
     const notFound = (what: string) => Object.assign(new Error(`${what} not found`), { code: grpc.status.NOT_FOUND, details: `an error occurred when try to find ${what}: not found` });
     return {
       Version: () => ({ version: '0.1.0', runtimeName: 'fake-cri', runtimeVersion: '0.0.0-fake', runtimeApiVersion: 'v1' }),
-      Status: () => ({
-        status: {
+      Status: (req) => ({
+        status: this.statusReply.status ?? {
           conditions: [
             { type: 'RuntimeReady', status: true, reason: '', message: '' },
             { type: 'NetworkReady', status: true, reason: '', message: '' },
           ],
         },
-        info: {},
+        // containerd fills info only when asked for verbose
+        info: req.verbose ? (this.statusReply.info ?? {}) : {},
+        runtimeHandlers: this.statusReply.runtimeHandlers ?? [],
+        ...(this.statusReply.features === undefined ? {} : { features: this.statusReply.features }),
       }),
       ListPodSandbox: (req) => ({
         items: node.pods

@@ -34,6 +34,9 @@ if (missing) {
     t.match(cond.NetworkReady.message, /cni plugin not initialized/);
     t.equal(body.cgroupDriver, 'cgroupfs', 'SystemdCgroup is off in the test config');
     t.match(body.info.config.cni.confDir, ctrd.dir, 'verbose config parsed from its JSON string');
+    // 1.6 sends no RuntimeFeatures and no handlers: "not reported", never "not supported"
+    t.equal(body.features, null, 'features not reported: null, not false');
+    t.same(body.runtimeHandlers, []);
   });
 
   t.test('/v1/runtime as text', async (t) => {
@@ -41,6 +44,8 @@ if (missing) {
     t.equal(res.headers['content-type'], 'text/plain; charset=utf-8');
     t.match(res.body, /^CONDITION\s+STATUS\s+REASON\s+MESSAGE\n/);
     t.match(res.body, /\nNetworkReady\s+false\s+NetworkPluginNotReady/);
+    t.match(res.body, /\nfeatures\s+not reported by the runtime\n/);
+    t.match(res.body, /\nhandlers\s+not reported by the runtime\n/);
   });
 
   t.test('/v1/images lists the imported image with its size', async (t) => {

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { ContainerState, Image, ImageFsInfo, PodSandbox, RuntimeStatus, SandboxState } from '../../model/runtime.js';
+import type { ContainerState, Image, ImageFsInfo, PodSandbox, RuntimeFeatures, RuntimeHandler, RuntimeStatus, SandboxState } from '../../model/runtime.js';
+import { cgroupDriverOf } from '../../sources/cri/normalize.js';
 import type { CgroupSource } from '../../sources/cgroup/source.js';
 import { statusWarnings, type ContainerRow } from '../../sources/cri/runtime-view.js';
 import type { AppDeps } from '../app.js';
@@ -30,13 +31,12 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
   app.get(
     '/v1/runtime',
     {
-      schema: { summary: 'CRI Version and Status: runtime and network readiness, cgroup driver, config', querystring: query({}) },
-      config: {
-        table: (b: { runtimeName: string; runtimeVersion: string; conditions: RuntimeStatus['conditions'] }) => ({
-          columns: ['CONDITION', 'STATUS', 'REASON', 'MESSAGE'],
-          rows: b.conditions.map((c) => [c.type, c.status, c.reason, c.message]),
-        }),
+      schema: {
+        summary: 'CRI Version and Status: runtime and network readiness, features, runtime handlers, cgroup driver, config',
+        description: RUNTIME_DESCRIPTION,
+        querystring: query({}),
       },
+      config: { table: runtimeTable },
     },
     async () => {
       const cri = requireRuntime(deps).cri;
@@ -45,9 +45,11 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
         ...version,
         endpoint: cri.endpoint,
         conditions: status.conditions,
-        cgroupDriver: cgroupDriverOf(status.info),
+        features: status.features ?? null,
         runtimeHandlers: status.runtimeHandlers,
+        cgroupDriver: cgroupDriverOf(status.info),
         info: status.info,
+        warnings: status.warnings ?? [],
       };
     },
   );
@@ -199,19 +201,29 @@ async function podCgroups(cgroups: CgroupSource, uid: string) {
   }
 }
 
-/** containerd's verbose Status carries its CRI config; SystemdCgroup on the default runtime means the systemd driver. */
-export function cgroupDriverOf(info: Record<string, unknown>): 'systemd' | 'cgroupfs' | null {
-  const config = info.config as
-    | { systemdCgroup?: boolean; containerd?: { defaultRuntimeName?: string; runtimes?: Record<string, { options?: { SystemdCgroup?: boolean } }> } }
-    | undefined;
-  if (!config) return null;
-  const runtimes = config.containerd?.runtimes;
-  if (runtimes) {
-    const name = config.containerd?.defaultRuntimeName || 'runc';
-    const options = runtimes[name]?.options;
-    return options?.SystemdCgroup ? 'systemd' : 'cgroupfs';
+const NOT_REPORTED = 'not reported by the runtime';
+
+const RUNTIME_DESCRIPTION = [
+  '`features` is the CRI StatusResponse RuntimeFeatures (`supplementalGroupsPolicy`, `userNamespacesHostNetwork`, `mountOptions`);',
+  '`runtimeHandlers` lists `{name, features: {recursiveReadOnlyMounts, userNamespaces}}` (name "" is the default handler).',
+  'A feature that is false was reported as not supported; `features: null` (the runtime-wide message, or one handler\'s) means the runtime',
+  'reported nothing (containerd 1.6 sends neither; 2.x leaves a handler\'s null when it could not introspect its OCI runtime), so support is unknown.',
+  'An empty `runtimeHandlers` means the runtime listed none. `cgroupDriver` comes from the verbose config as containerd 2.x decides it',
+  '(default handler first, the first runc handler\'s SystemdCgroup option); null when the config does not say.',
+].join(' ');
+
+/** Conditions, then each feature with its flag; what the runtime did not report has no STATUS and says so. */
+function runtimeTable(b: { conditions: RuntimeStatus['conditions']; features: RuntimeFeatures | null; runtimeHandlers: RuntimeHandler[] }) {
+  const rows: (string | boolean | null)[][] = b.conditions.map((c) => [c.type, c.status, c.reason, c.message]);
+  if (b.features === null) rows.push(['features', null, '', NOT_REPORTED]);
+  else for (const [k, v] of Object.entries(b.features)) rows.push([`feature ${k}`, v, '', '']);
+  if (b.runtimeHandlers.length === 0) rows.push(['handlers', null, '', NOT_REPORTED]);
+  for (const h of b.runtimeHandlers) {
+    const name = `handler ${h.name || '(default)'}`;
+    if (h.features === null) rows.push([name, null, '', `features ${NOT_REPORTED}`]);
+    else for (const [k, v] of Object.entries(h.features)) rows.push([`${name} ${k}`, v, '', '']);
   }
-  return null;
+  return { columns: ['CONDITION', 'STATUS', 'REASON', 'MESSAGE'], rows };
 }
 
 function containersTable(items: ContainerRow[]) {

@@ -11,6 +11,8 @@ import type {
   ImageFsInfo,
   PodSandbox,
   PodSandboxDetail,
+  RuntimeFeatures,
+  RuntimeHandler,
   RuntimeStatus,
   SandboxState,
 } from '../../model/runtime.js';
@@ -131,7 +133,41 @@ export function toContainerStatus(res: Wire): ContainerStatus {
   };
 }
 
+/**
+ * Handlers kept from one StatusResponse. containerd lists one per configured runtime plus
+ * the default again as ""; a node has a handful. The gRPC size limit would let a runtime
+ * send millions, and each becomes table rows, so the rest are counted in a warning.
+ */
+export const MAX_RUNTIME_HANDLERS = 256;
+
+/**
+ * A features message as proto-loader decodes it: an unset message field is null (the
+ * runtime reported nothing: containerd 1.6), a set one has every flag (false when the
+ * runtime left it out: not supported). The two must stay apart, so no default here.
+ */
+const isMessage = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function toRuntimeFeatures(f: unknown): RuntimeFeatures | null {
+  if (!isMessage(f)) return null;
+  return {
+    supplementalGroupsPolicy: f.supplementalGroupsPolicy === true,
+    userNamespacesHostNetwork: f.userNamespacesHostNetwork === true,
+    mountOptions: f.mountOptions === true,
+  };
+}
+
+function toRuntimeHandler(h: Wire): RuntimeHandler {
+  const f = h?.features;
+  return {
+    name: typeof h?.name === 'string' ? h.name : '',
+    features: isMessage(f) ? { recursiveReadOnlyMounts: f.recursiveReadOnlyMounts === true, userNamespaces: f.userNamespaces === true } : null,
+  };
+}
+
 export function toRuntimeStatus(res: Wire): RuntimeStatus {
+  const handlers: Wire[] = Array.isArray(res.runtimeHandlers) ? res.runtimeHandlers : [];
+  const warnings =
+    handlers.length > MAX_RUNTIME_HANDLERS ? [`runtime handlers: ${handlers.length - MAX_RUNTIME_HANDLERS} of ${handlers.length} not shown (over ${MAX_RUNTIME_HANDLERS})`] : [];
   return {
     conditions: (res.status?.conditions ?? []).map((c: Wire) => ({
       type: c.type,
@@ -140,7 +176,9 @@ export function toRuntimeStatus(res: Wire): RuntimeStatus {
       message: c.message ?? '',
     })),
     info: redactDeep(parseInfo(res.info)) as Record<string, unknown>,
-    runtimeHandlers: (res.runtimeHandlers ?? []).map((h: Wire) => h.name),
+    runtimeHandlers: handlers.slice(0, MAX_RUNTIME_HANDLERS).map(toRuntimeHandler),
+    features: toRuntimeFeatures(res.features),
+    warnings,
   };
 }
 
@@ -170,4 +208,66 @@ export function toImageFsInfo(res: Wire): ImageFsInfo {
     imageFilesystems: (res.imageFilesystems ?? []).map(toFsUsage),
     containerFilesystems: (res.containerFilesystems ?? []).map(toFsUsage),
   };
+}
+
+/** Runtime types whose options are runc's (runcoptions.Options, with SystemdCgroup), in 1.6 and 2.x alike. */
+const RUNC_TYPES = new Set(['io.containerd.runc.v2', 'io.containerd.runc.v1']);
+/** containerd 1.6's legacy runtime: the driver is the CRI config's own top-level systemdCgroup. */
+const LEGACY_LINUX_RUNTIME = 'io.containerd.runtime.v1.linux';
+/** Handlers looked at: a config lists a handful; the walk stops here on a hostile one. */
+const MAX_DRIVER_HANDLERS = 1024;
+
+/**
+ * runc's SystemdCgroup option. containerd hands the options table to go-toml, which
+ * matches a struct field's name exactly first, then case-insensitively; so do we.
+ * undefined when absent (runc's default: cgroupfs).
+ */
+function systemdCgroupOption(options: Record<string, unknown>): unknown {
+  if ('SystemdCgroup' in options) return options.SystemdCgroup;
+  let n = 0;
+  for (const k in options) {
+    if (++n > MAX_DRIVER_HANDLERS) break;
+    if (k.length === 13 && k.toLowerCase() === 'systemdcgroup') return options[k];
+  }
+  return undefined;
+}
+
+/**
+ * The cgroup driver of containerd's runc, from the verbose Status `config`, decided as
+ * containerd 2.x decides it for kubelet's RuntimeConfig call (internal/cri/server/
+ * runtime_config_linux.go): the default handler first, then the others by name; the
+ * first runc handler whose options parse decides by its SystemdCgroup option.
+ *
+ * Both shapes keep `containerd.runtimes.<name>.{runtimeType, options}`: 1.6 serializes
+ * the CRI plugin's PluginConfig (`options` runc's whole options struct; a top-level
+ * `systemdCgroup` for the legacy runtime); 2.x serializes the runtime plugin's Config
+ * (RuntimeConfig embedded, so `containerd` stays at the top; `options` is the TOML
+ * table as written; no top-level `systemdCgroup`). null when the config does not say:
+ * no verbose config, or no runc handler (2.x then guesses from whether systemd runs).
+ */
+export function cgroupDriverOf(info: Record<string, unknown>): 'systemd' | 'cgroupfs' | null {
+  const config = info.config;
+  if (!isMessage(config) || !isMessage(config.containerd) || !isMessage(config.containerd.runtimes)) return null;
+  const runtimes = config.containerd.runtimes;
+  const def = typeof config.containerd.defaultRuntimeName === 'string' ? config.containerd.defaultRuntimeName : '';
+  const names = Object.keys(runtimes)
+    .slice(0, MAX_DRIVER_HANDLERS)
+    .sort((a, b) => (a === def ? -1 : b === def ? 1 : a < b ? -1 : a > b ? 1 : 0));
+  for (const name of names) {
+    const r = runtimes[name];
+    if (!isMessage(r)) continue;
+    if (r.runtimeType === LEGACY_LINUX_RUNTIME) {
+      const v = isMessage(r.options) ? systemdCgroupOption(r.options) : undefined;
+      return config.systemdCgroup === true || v === true ? 'systemd' : 'cgroupfs';
+    }
+    if (typeof r.runtimeType !== 'string' || !RUNC_TYPES.has(r.runtimeType)) continue;
+    // no options table: containerd generates no runc options and asks the next handler
+    if (!isMessage(r.options)) continue;
+    const v = systemdCgroupOption(r.options);
+    if (v === undefined) return 'cgroupfs';
+    // a non-boolean does not decode into runc's options: containerd skips the handler
+    if (typeof v !== 'boolean') continue;
+    return v ? 'systemd' : 'cgroupfs';
+  }
+  return null;
 }

@@ -1,10 +1,10 @@
 /** CRI message normalization, on responses captured from a real containerd 1.6.20 (test/fixtures/cri/). */
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { cgroupDriverOf } from '../../../src/server/routes/runtime.js';
 import { unavailableCause } from '../../../src/sources/cri/errors.js';
 import { resolvePrefix } from '../../../src/sources/cri/ids.js';
-import { MAX_INFO_JSON, nanosToRfc3339, parseInfo, toImage, toImageFsInfo, toRuntimeStatus } from '../../../src/sources/cri/normalize.js';
+import { cgroupDriverOf, MAX_INFO_JSON, nanosToRfc3339, parseInfo, toImage, toImageFsInfo, toRuntimeStatus } from '../../../src/sources/cri/normalize.js';
+import { containerd21Config, containerd21Status } from '../../fixtures/cri/containerd-2.1-status.js';
 
 const capture = (name: string) => JSON.parse(readFileSync(new URL(`../../fixtures/cri/${name}`, import.meta.url), 'utf8'));
 
@@ -17,8 +17,46 @@ t.test('Status with verbose info', async (t) => {
   t.equal(s.info.golang, 'go1.19.8', 'a JSON string value is parsed');
   t.same((s.info.cniconfig as { PluginDirs: string[] }).PluginDirs, ['/tmp/cri-spike/cni/bin']);
   t.equal(cgroupDriverOf(s.info), 'cgroupfs');
-  t.equal(cgroupDriverOf({ config: { containerd: { defaultRuntimeName: 'runc', runtimes: { runc: { options: { SystemdCgroup: true } } } } } }), 'systemd');
   t.equal(cgroupDriverOf({}), null, 'unknown without verbose config');
+  t.equal(s.features, null, 'containerd 1.6 sends no RuntimeFeatures: null (not reported), never false');
+  t.same(s.runtimeHandlers, [], 'nor runtime handlers');
+  t.same(s.warnings, []);
+});
+
+t.test('cgroup driver from containerd 1.6 configs (the CRI plugin config)', async (t) => {
+  const config = JSON.parse(capture('v1-status-verbose.json').info.config);
+  const with16 = (f: (c: any) => void) => { // eslint-disable-line @typescript-eslint/no-explicit-any
+    const c = structuredClone(config);
+    f(c);
+    return cgroupDriverOf({ config: c });
+  };
+  t.equal(with16((c) => (c.containerd.runtimes.runc.options.SystemdCgroup = true)), 'systemd', 'runc options');
+  t.equal(with16(() => {}), 'cgroupfs', 'as captured: SystemdCgroup false');
+  t.equal(
+    with16((c) => {
+      c.containerd.runtimes.runc.runtimeType = 'io.containerd.runtime.v1.linux';
+      c.systemdCgroup = true;
+    }),
+    'systemd',
+    "the legacy v1 runtime: the plugin's top-level systemd_cgroup",
+  );
+  t.equal(with16((c) => (c.containerd.runtimes.runc.options.SystemdCgroup = 'yes')), null, 'a non-boolean does not decode: containerd skips the handler');
+  t.equal(with16((c) => (c.containerd.runtimes = null)), null);
+});
+
+t.test('cgroup driver from a containerd 2.1 config (the runtime plugin config, RuntimeConfig embedded)', async (t) => {
+  const c = containerd21Config();
+  t.notOk('systemdCgroup' in c, '2.x has no top-level systemdCgroup');
+  t.equal(cgroupDriverOf({ config: c }), 'systemd');
+  t.equal(cgroupDriverOf({ config: 'not an object' }), null);
+});
+
+t.test('Status features as proto-loader decodes them (an unset message is null)', async (t) => {
+  const wire = containerd21Status({}, [{ name: 'gone' }]);
+  const s = toRuntimeStatus({ ...wire, features: { supplementalGroupsPolicy: true, userNamespacesHostNetwork: false, mountOptions: false }, runtimeHandlers: [...wire.runtimeHandlers.map((h) => ({ features: null, ...h }))] });
+  t.same(s.features, { supplementalGroupsPolicy: true, userNamespacesHostNetwork: false, mountOptions: false });
+  t.same(s.runtimeHandlers.find((h) => h.name === 'gone'), { name: 'gone', features: null });
+  t.same(toRuntimeStatus({ status: { conditions: [] }, features: null, runtimeHandlers: [{ name: 7, features: 'x' }] }).runtimeHandlers, [{ name: '', features: null }], 'junk is not a feature');
 });
 
 t.test('ListImages and ImageFsInfo', async (t) => {
