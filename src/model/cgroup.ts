@@ -5,8 +5,8 @@
  * - `null`   the file is not there (its controller is not enabled for this cgroup,
  *            or the kernel is too old to have it) or a key is missing from it;
  * - `'max'`  the kernel's own word for "no limit", kept as the string "max"
- *            exactly as the file says it (memory.max, memory.swap.max, pids.max,
- *            cpu.max quota). Use `limitBytes()` for arithmetic.
+ *            exactly as the file says it (memory.max, memory.high, memory.swap.max,
+ *            pids.max, cpu.max quota). Use `limitBytes()` for arithmetic.
  */
 export type QosClass = 'guaranteed' | 'burstable' | 'besteffort';
 export type CgroupDriver = 'systemd' | 'cgroupfs';
@@ -53,6 +53,13 @@ export interface MemoryEvents {
 export interface MemoryStats {
   current: number | null;
   max: Limit | null;
+  /**
+   * memory.high, the throttle limit: above it the kernel reclaims and slows the cgroup's
+   * allocations, never OOM-kills. "max" (the default) unless set: kubelet sets it only with
+   * the MemoryQoS feature gate, to request + memoryThrottlingFactor × (limit − request) in
+   * whole pages (node allocatable where there is no limit).
+   */
+  high: Limit | null;
   peak: number | null;
   swapCurrent: number | null;
   swapMax: Limit | null;

@@ -25,6 +25,7 @@ import {
   OOM_MAIN_ID,
   POD_UID,
   realNode,
+  realNodeSpec,
   SANDBOX_ID,
   SANDBOX_NS,
   SPIN_ID,
@@ -60,7 +61,7 @@ t.test('/v1/cgroups without a runtime: every cgroup, IDs only, real values', asy
     containerName: null,
     sandbox: null,
     cpu: { usageUsec: 1824308, nrPeriods: 169, nrThrottled: 168, throttledUsec: 14961853, max: { quotaUsec: 10000, periodUsec: 100000, quotaCores: 0.1 }, weight: 4 },
-    memory: { current: 593920, max: 67108864, workingSet: 0 },
+    memory: { current: 593920, max: 67108864, high: 'max', workingSet: 0 },
     pids: { current: 1, max: 'max' },
     pressure: { cpu: { some: { avg10: 47.58, total: 10277915 } } },
   });
@@ -68,8 +69,10 @@ t.test('/v1/cgroups without a runtime: every cgroup, IDs only, real values', asy
   const pod = body.items.find((r: Rec) => r.kind === 'pod' && r.podUid === POD_UID);
   t.same(pod.memory.events, { low: 0, high: 0, max: 50, oom: 2, oomKill: 2, oomGroupKill: 0 }, 'the OOM kill of the dead container stays visible at pod level');
   t.equal(pod.memory.max, 'max');
+  t.equal(pod.memory.high, 'max');
+  t.same(Object.keys(spin.memory).slice(0, 3), ['current', 'max', 'high'], 'memory.high beside memory.max');
   const bare = body.items.find((r: Rec) => r.containerId === NOCTRL_ID);
-  t.match(bare, { memory: { current: null, max: null, events: null }, pids: { current: null, max: null }, io: null, cpu: { usageUsec: 5555, nrPeriods: null, max: null } });
+  t.match(bare, { memory: { current: null, max: null, high: null, events: null }, pids: { current: null, max: null }, io: null, cpu: { usageUsec: 5555, nrPeriods: null, max: null } });
   t.notMatch(res.body, /777777777|CANARY/);
   t.notOk(res.body.includes(fx.root), 'no real path of the agent side in the answer');
 });
@@ -98,10 +101,10 @@ t.test('/v1/cgroups as text', async (t) => {
   const res = await get('/v1/cgroups?format=text&sort=throttling');
   t.equal(res.headers['content-type'], 'text/plain; charset=utf-8');
   const lines = res.body.split('\n');
-  t.match(lines[0], /^KIND\s+POD UID\s+POD\s+NAMESPACE\s+CONTAINER\s+NAME\s+QOS\s+MEMORY\s+WORKING SET\s+LIMIT\s+CPU QUOTA\s+THROTTLED\s+OOM\s+OOM KILL$/);
-  t.match(lines[1], new RegExp(`^container\\s+${POD_UID}\\s+${SPIN_ID.slice(0, 13)}\\s+burstable\\s+580KiB\\s+0B\\s+64MiB\\s+0.1\\s+99.4%\\s+0\\s+0$`));
+  t.match(lines[0], /^KIND\s+POD UID\s+POD\s+NAMESPACE\s+CONTAINER\s+NAME\s+QOS\s+MEMORY\s+WORKING SET\s+LIMIT\s+HIGH\s+CPU QUOTA\s+THROTTLED\s+OOM\s+OOM KILL$/);
+  t.match(lines[1], new RegExp(`^container\\s+${POD_UID}\\s+${SPIN_ID.slice(0, 13)}\\s+burstable\\s+580KiB\\s+0B\\s+64MiB\\s+max\\s+0.1\\s+99.4%\\s+0\\s+0$`));
   const acc = await get('/v1/cgroups?sort=oom', { accept: 'text/plain' });
-  t.match(acc.body.split('\n')[1], new RegExp(`^pod\\s+${POD_UID}\\s+burstable\\s+988KiB\\s+840KiB\\s+max\\s+max\\s+2\\s+2$`));
+  t.match(acc.body.split('\n')[1], new RegExp(`^pod\\s+${POD_UID}\\s+burstable\\s+988KiB\\s+840KiB\\s+max\\s+max\\s+max\\s+2\\s+2$`));
 });
 
 t.test('/v1/cgroups/{id}: pod UID, container prefix, ambiguity, dead container', async (t) => {
@@ -125,6 +128,25 @@ t.test('/v1/cgroups/{id}: pod UID, container prefix, ambiguity, dead container',
   t.equal((await get('/v1/cgroups/00000000-0000-4000-8000-000000000000')).statusCode, 404);
   const text = await get(`/v1/cgroups/${POD_UID}?format=text`);
   t.match(text.body, /^KIND\s+POD UID/);
+});
+
+t.test('memory.high set (MemoryQoS: no request, 64Mi limit × factor 0.9, whole pages), over real HTTP: beside memory.max in JSON and text', async (t) => {
+  const spec = realNodeSpec('systemd');
+  const spin = spec.pods[0]!.containers.find((c) => c.id === SPIN_ID)!;
+  spin.files = { ...spin.files, 'memory.high': '60395520\n' };
+  const tree = realNode('systemd', spec);
+  const app = await testApp(['--host-root', tree.root, '--cri-endpoint', `unix://${path.join(tmpdir(), 'nodetruth-no-such-cri.sock')}`, '--kubelet-healthz', 'http://127.0.0.1:1/healthz']);
+  t.teardown(async () => {
+    await app.close();
+    tree.cleanup();
+  });
+  await app.app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.app.server.address() as { port: number };
+  const body = (await (await fetch(`http://127.0.0.1:${port}/v1/cgroups/${SPIN_ID}`)).json()) as { items: Rec[] };
+  t.same([body.items[0]!.memory.max, body.items[0]!.memory.high], [67108864, 60395520]);
+  t.equal(body.items[1]!.memory.high, 'max', 'its pod: memory.high not set');
+  const text = await (await fetch(`http://127.0.0.1:${port}/v1/cgroups/${SPIN_ID}?format=text`)).text();
+  t.match(text.split('\n')[1], /\s64MiB\s+57\.6MiB\s+0\.1\s/);
 });
 
 t.test('hostile ids and query values: 4xx before any path is built', async (t) => {

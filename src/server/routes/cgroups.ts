@@ -24,7 +24,7 @@ const pct = (x: number | null) => (x === null ? '' : `${(x * 100).toFixed(1)}%`)
 
 export function cgroupsTable(items: CgroupRecord[]) {
   return {
-    columns: ['KIND', 'POD UID', 'POD', 'NAMESPACE', 'CONTAINER', 'NAME', 'QOS', 'MEMORY', 'WORKING SET', 'LIMIT', 'CPU QUOTA', 'THROTTLED', 'OOM', 'OOM KILL'],
+    columns: ['KIND', 'POD UID', 'POD', 'NAMESPACE', 'CONTAINER', 'NAME', 'QOS', 'MEMORY', 'WORKING SET', 'LIMIT', 'HIGH', 'CPU QUOTA', 'THROTTLED', 'OOM', 'OOM KILL'],
     rows: items.map((r) => [
       r.kind,
       r.podUid,
@@ -36,6 +36,7 @@ export function cgroupsTable(items: CgroupRecord[]) {
       r.memory.current === null ? '' : humanSize(r.memory.current),
       r.memory.workingSet === null ? '' : humanSize(r.memory.workingSet),
       limitText(r.memory.max),
+      limitText(r.memory.high),
       r.cpu.max ? String(r.cpu.max.quotaCores) : '',
       r.cpu.nrPeriods ? pct((r.cpu.nrThrottled ?? 0) / r.cpu.nrPeriods) : '',
       r.memory.events?.oom ?? '',

@@ -30,7 +30,7 @@ const FS_MAGIC: Record<number, string> = {
   0x794c7630: 'overlayfs',
 };
 
-/** How many cgroups are read at once; each reads its ~16 files in parallel. */
+/** How many cgroups are read at once; each reads its ~18 files in parallel. */
 export const READ_CONCURRENCY = 32;
 
 /** A kubepods cgroup with its directory resolved under the host root. */
@@ -210,6 +210,8 @@ const FILES = [
   'cpu.pressure',
   'memory.pressure',
   'io.pressure',
+  // last, so the indexes above keep their numbers
+  'memory.high',
 ] as const;
 export const STAT_FILES: readonly string[] = FILES;
 export type StatFile = (typeof FILES)[number];
@@ -267,6 +269,7 @@ export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] 
       case 14: pressure.cpu = psiAt(b, 0, len, bad); break;
       case 15: pressure.memory = psiAt(b, 0, len, bad); break;
       case 16: pressure.io = psiAt(b, 0, len, bad); break;
+      case 17: memory.high = limitAt(b, 0, len, bad); break;
     }
   });
   if (!there) return null;

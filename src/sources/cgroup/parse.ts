@@ -157,7 +157,7 @@ export function singleAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): n
 
 const isMax = (b: Bytes, s: number, e: number) => e - s === 3 && b[s] === 0x6d && b[s + 1] === 0x61 && b[s + 2] === 0x78;
 
-/** A single limit: a number, or "max" meaning unlimited (memory.max, memory.swap.max, pids.max). */
+/** A single limit: a number, or "max" meaning unlimited (memory.max, memory.high, memory.swap.max, pids.max). */
 export function limitAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): Limit | null {
   const ts = trimStart(b, s, e);
   const te = trimEnd(b, ts, e);
@@ -339,6 +339,7 @@ export const emptyCpu = (): CpuStats => ({
 export const emptyMemory = (): MemoryStats => ({
   current: null,
   max: null,
+  high: null,
   peak: null,
   swapCurrent: null,
   swapMax: null,
@@ -392,6 +393,7 @@ export function parseCpu(stat: string | null, max: string | null, weight: string
 export interface MemoryFiles {
   current: string | null;
   max: string | null;
+  high: string | null;
   peak: string | null;
   swapCurrent: string | null;
   swapMax: string | null;
@@ -406,6 +408,7 @@ export function parseMemory(f: MemoryFiles, onBad?: (file: string) => void): Mem
   const m = emptyMemory();
   m.current = parseSingle(f.current, bad('memory.current'));
   m.max = parseLimit(f.max, bad('memory.max'));
+  m.high = parseLimit(f.high, bad('memory.high'));
   m.peak = parseSingle(f.peak, bad('memory.peak'));
   m.swapCurrent = parseSingle(f.swapCurrent, bad('memory.swap.current'));
   m.swapMax = parseLimit(f.swapMax, bad('memory.swap.max'));

@@ -92,6 +92,7 @@ for (const driver of ['systemd', 'cgroupfs'] as CgroupDriver[]) {
       t.match(s.cpu, { usageUsec: 1824308, nrPeriods: 169, nrThrottled: 168, throttledUsec: 14961853, max: { quotaCores: 0.1, quotaUsec: 10000, periodUsec: 100000 }, weight: 4 });
       t.same(s.pressure.cpu?.some, { avg10: 47.58, avg60: 13.58, avg300: 3.09, total: 10277915 });
       t.equal(s.memory.max, 67108864);
+      t.equal(s.memory.high, 'max', "memory.high's default, as in every cgroup with the memory controller");
       t.equal(s.memory.workingSet, 0, 'inactive_file above usage: floored at 0');
       t.equal(s.pids.max, 'max');
     });
@@ -130,6 +131,7 @@ for (const driver of ['systemd', 'cgroupfs'] as CgroupDriver[]) {
       t.equal(s.cpu.weight, null);
       t.equal(s.memory.current, null);
       t.equal(s.memory.max, null);
+      t.equal(s.memory.high, null);
       t.equal(s.memory.events, null);
       t.equal(s.pids.current, null);
       t.equal(s.pids.max, null);

@@ -65,6 +65,14 @@ t.test('"max" is kept as the string "max"; null only for a missing file', async 
   t.equal(parseLimit(CAPTURED.oomChild.memorySwapMax), 0, 'swap.max 0 is a limit of zero, not unlimited');
   t.equal(parseLimit(null), null);
   t.equal(parseLimit('garbage'), null);
+  // memory.high: "max\n" in every cgroup with the memory controller until someone sets it;
+  // kubelet's MemoryQoS writes whole pages (64Mi limit × 0.9, floored to 4 KiB: 60395520)
+  t.equal(parseLimit('max\n'), 'max', 'memory.high default');
+  t.equal(parseLimit('60395520\n'), 60395520, 'memory.high set');
+  let told = 0;
+  t.equal(parseLimit('max max\n', () => told++), null, 'two words: not a limit');
+  t.equal(parseLimit('maximum\n', () => told++), null);
+  t.equal(told, 2, 'each bad memory.high told');
   t.equal(limitValue('max'), Infinity);
   t.equal(limitValue(5), 5);
   t.equal(limitValue(null), null);
@@ -114,7 +122,7 @@ t.test('hostile flat keyed lines: counted, skipped, the rest kept', async (t) =>
   ];
   for (const [what, line] of cases) {
     let told = 0;
-    const m = parseMemory({ current: '100\n', max: null, peak: null, swapCurrent: null, swapMax: null, events: null, eventsLocal: null, stat: `anon 1\n${line}inactive_file 40\n` }, () => told++);
+    const m = parseMemory({ current: '100\n', max: null, high: null, peak: null, swapCurrent: null, swapMax: null, events: null, eventsLocal: null, stat: `anon 1\n${line}inactive_file 40\n` }, () => told++);
     t.equal(told, 1, `${what}: told`);
     t.match(m, { anon: 1, inactiveFile: 40, workingSet: 60 }, `${what}: the good lines kept`);
   }
@@ -183,6 +191,7 @@ t.test('memory: working set as cAdvisor computes it', async (t) => {
   const m = parseMemory({
     current: CAPTURED.oomChild.memoryCurrent,
     max: CAPTURED.oomChild.memoryMax,
+    high: 'max\n',
     peak: CAPTURED.oomChild.memoryPeak,
     swapCurrent: '0\n',
     swapMax: CAPTURED.oomChild.memorySwapMax,
@@ -190,12 +199,12 @@ t.test('memory: working set as cAdvisor computes it', async (t) => {
     eventsLocal: CAPTURED.oomChild.memoryEventsLocal,
     stat: memoryStat({ anon: 36864, file: 12288, inactiveFile: 8192 }),
   });
-  t.match(m, { current: 184320, max: 33554432, peak: 33554432, swapCurrent: 0, swapMax: 0, anon: 36864, file: 12288, inactiveFile: 8192, activeFile: 4096, shmem: 0 });
+  t.match(m, { current: 184320, max: 33554432, high: 'max', peak: 33554432, swapCurrent: 0, swapMax: 0, anon: 36864, file: 12288, inactiveFile: 8192, activeFile: 4096, shmem: 0 });
   t.equal(m.workingSet, 184320 - 8192);
   t.equal(m.events?.oomKill, 1);
   t.equal(workingSet(100, 150), 0, 'floored at 0 when inactive_file exceeds usage');
   t.equal(workingSet(100, null), 100, 'no memory.stat: usage');
   t.equal(workingSet(null, 5), null);
-  const none = parseMemory({ current: null, max: null, peak: null, swapCurrent: null, swapMax: null, events: null, eventsLocal: null, stat: null });
+  const none = parseMemory({ current: null, max: null, high: null, peak: null, swapCurrent: null, swapMax: null, events: null, eventsLocal: null, stat: null });
   t.same(Object.values(none), Object.values(none).map(() => null), 'no memory controller: all null');
 });
