@@ -25,7 +25,7 @@ const record = (i: number, over: { path?: string; podName?: string | null; conta
     podNamespace: 'ns',
     containerName: over.containerName ?? `c${i}`,
     sandbox: false,
-    memory: { workingSet: 1000 * i, max: i % 2 ? 'max' : 4096, events: { oomKill: i } },
+    memory: { workingSet: 1000 * i, max: i % 2 ? 'max' : 4096, high: i % 3 === 0 ? null : i % 2 ? 'max' : 3686400, events: { oomKill: i, high: 10 * i } },
     cpu: { usageUsec: 1_500_000 * i, nrPeriods: i, nrThrottled: i % 3 === 0 ? null : 1, throttledUsec: -5 },
     pressure: { cpu: { some: { total: 42 }, full: null }, memory: null, io: { some: { total: 7 }, full: { total: 3 } } },
   }) as unknown as CgroupRecord;
