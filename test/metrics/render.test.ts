@@ -1,7 +1,8 @@
 /**
  * render.ts writes the per-cgroup families itself; prom-client is the reference. The same
  * families, label values (hostile ones among them: quotes, backslashes, newlines, UTF-8)
- * and values through a prom-client registry must give the same bytes.
+ * and values through a prom-client registry must give the same bytes. The render yields to the
+ * event loop in slices (issue 12): counted, and the text the same whatever the slice.
  */
 import { Counter, Gauge, Registry } from 'prom-client';
 import t from 'tap';
@@ -36,7 +37,7 @@ const records = hostile.map((h, i) => record(i, { path: `/kubepods.slice/${h}`, 
 t.test('renderCgroupFamilies gives prom-client bytes for the same series', async (t) => {
   // records come unnamed from the scrape; with no index the names are the runtime-down ones ("")
   const { series } = cgroupSeries(records, null, 100);
-  const mine = renderCgroupFamilies(CGROUP_FAMILIES, series);
+  const mine = await renderCgroupFamilies(CGROUP_FAMILIES, series);
 
   const reg = new Registry();
   for (const f of CGROUP_FAMILIES) {
@@ -59,4 +60,29 @@ t.test('renderCgroupFamilies gives prom-client bytes for the same series', async
 t.test('escapeLabel escapes as prom-client does, and leaves plain values alone', async (t) => {
   t.equal(escapeLabel('plain-value_1.2'), 'plain-value_1.2');
   t.equal(escapeLabel('a"b\\c\nd'), 'a\\"b\\\\c\\nd');
+});
+
+t.test('a big render yields between slices of bounded size, and the text is the same', async (t) => {
+  // 3,000 containers' worth of cgroups (~4,400 series per family)
+  const many = Array.from({ length: 4400 }, (_, i) => record(i + 1, { path: `/kubepods.slice/kubepods-burstable.slice/pod${i}/cri-containerd-${`${i}`.padStart(64, 'f')}.scope` }));
+  const { series } = cgroupSeries(many, null, 10_000);
+  const whole = await renderCgroupFamilies(CGROUP_FAMILIES, series, { sliceChars: Infinity, pause: () => t.fail('no yield without a bound') as never });
+  let values = 0;
+  const perSlice: number[] = [];
+  // the series written between two yields, counted (a family's value() is called once per series; a left-out one writes nothing)
+  const written = (f: (typeof CGROUP_FAMILIES)[number], v: number | null) => v !== null && Number.isFinite(v) && !(f.kind === 'counter' && v < 0);
+  const counted = CGROUP_FAMILIES.map((f) => ({ ...f, value: (r: CgroupRecord) => { const v = f.value(r); if (written(f, v)) values++; return v; } }));
+  const sliceChars = 64 * 1024;
+  const sliced = await renderCgroupFamilies(counted, series, {
+    sliceChars,
+    pause: async () => {
+      perSlice.push(values);
+      values = 0;
+    },
+  });
+  t.equal(sliced, whole, 'the same text');
+  t.ok(perSlice.length >= Math.floor(whole.length / sliceChars) - 1, `${perSlice.length} yields for ${whole.length} characters`);
+  // a series line is ~300 characters here: a 64 KiB slice holds at most ~220 of them
+  const line = Math.min(...whole.split('\n').filter((l) => !l.startsWith('#') && l).map((l) => l.length));
+  t.ok(Math.max(...perSlice) <= Math.ceil(sliceChars / line) + 1, `at most ${Math.max(...perSlice)} series between two yields`);
 });

@@ -4,6 +4,9 @@
  * once they are answered nothing is kept (a later request renders again); other payloads
  * (a text table, a problem) are rendered as before; a long text body (a scrape) arrives whole. Through a real HTTP server; the answer
  * object counts how often it is stringified (JSON.stringify calls its toJSON once per render).
+ * The routes build a fresh answer per request around the flight's objects (`{ items, warnings }`,
+ * filtered per request): those are shared too when made of the very same objects, and the render
+ * is spread over turns of the event loop (counted by a setImmediate ticker, never timed).
  */
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +15,7 @@ import t from 'tap';
 import { installProblemHandlers } from '../../../src/server/plugins/problems.js';
 import { installSharedBody } from '../../../src/server/plugins/shared-body.js';
 import { installTextFormat } from '../../../src/server/plugins/text-format.js';
+import { SLICING } from '../../../src/util/slices.js';
 
 const get = (base: string, path: string) =>
   new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
@@ -81,4 +85,74 @@ t.test('one render for every request answering the same object in flight; none k
   const fail = await get(base, '/fail');
   t.equal(fail.status, 500);
   t.match(JSON.parse(fail.body), { status: 500 }, 'a problem is rendered as before');
+});
+
+t.test('fresh answers around the same flight objects share one render, spread over turns of the loop', async (t) => {
+  // the real shape: a flight resolves to shared records; each request filters them into its own answer
+  let stringified = 0;
+  let tick = 0;
+  const ticksSeen = new Map<number, number>();
+  const record = (i: number) => ({
+    toJSON: () => {
+      stringified++;
+      ticksSeen.set(tick, (ticksSeen.get(tick) ?? 0) + 1);
+      return { id: `${i}`.padStart(64, 'c'), name: `container-${i} "ünï"`, labels: { 'io.kubernetes.pod.name': `pod-${i}`, note: 'x'.repeat(300) } };
+    },
+  });
+  let records = Array.from({ length: 8000 }, (_, i) => record(i));
+  let flight: Promise<typeof records> | null = null;
+  let open: (() => void) | null = null;
+  const app = Fastify();
+  installProblemHandlers(app as never);
+  installTextFormat(app as never);
+  installSharedBody(app);
+  app.get('/containers', async (req) => {
+    flight ??= new Promise<typeof records>((resolve) => (open = () => resolve(records))).finally(() => (flight = null));
+    const all = await flight;
+    const q = req.query as { odd?: string };
+    return { items: all.filter((_, i) => q.odd === undefined || i % 2 === 1), warnings: [] as string[] };
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  t.teardown(() => app.close());
+  const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  const waitOpen = async () => {
+    for (let i = 0; i < 200 && !open; i++) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 50));
+    open!();
+    open = null;
+  };
+  let ticking = true;
+  const ticker = () => {
+    tick++;
+    if (ticking) setImmediate(ticker);
+  };
+  setImmediate(ticker);
+  t.teardown(() => void (ticking = false));
+
+  const same = Array.from({ length: 8 }, () => get(base, '/containers'));
+  const other = get(base, '/containers?odd=1');
+  await waitOpen();
+  const answers = await Promise.all(same);
+  const odd = await other;
+  const turns = [...ticksSeen.values()]; // before this test's own JSON.stringify calls below
+  t.equal(stringified, records.length + records.length / 2, 'each record stringified once for the eight identical requests, once more for the other URL');
+  t.equal(new Set(answers.map((a) => a.body)).size, 1, 'the same bytes');
+  const want = JSON.stringify({ items: records, warnings: [] });
+  t.equal(answers[0]!.body, want, 'the JSON of the answer');
+  t.equal(odd.body, JSON.stringify({ items: records.filter((_, i) => i % 2 === 1), warnings: [] }), 'another filter, its own answer');
+  // ~3 MB: with 256 Ki-character slices the render took at least ten turns of the loop, each bounded
+  t.ok(turns.length >= 10, `the records were stringified over ${turns.length} turns of the event loop`);
+  // a slice of 256 Ki characters holds ~570 records of ~460 characters (one more ends it); two renders (two URLs) may share a turn
+  const perSlice = Math.ceil(SLICING.sliceChars / JSON.stringify(records[0]).length) + 1;
+  t.ok(Math.max(...turns) <= 2 * perSlice, `at most ${Math.max(...turns)} records in one turn (bound ${2 * perSlice})`);
+
+  // a new flight (new objects, a node that changed): rendered again, never the earlier bytes
+  stringified = 0;
+  records = records.map((_, i) => record(i + 1));
+  const later = Array.from({ length: 3 }, () => get(base, '/containers'));
+  await waitOpen();
+  const again = await Promise.all(later);
+  t.equal(stringified, records.length, 'the new objects rendered once for the three');
+  t.equal(again[0]!.body, JSON.stringify({ items: records, warnings: [] }), 'the answer of now');
+  t.not(again[0]!.body, want);
 });
