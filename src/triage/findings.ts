@@ -162,6 +162,14 @@ export const FINDINGS: readonly FindingKind[] = [
     todo: 'Raise the memory limit or find what grows: `GET /v1/containers/{id}/processes` lists RSS per process.',
   },
   {
+    id: 'memory-high-reclaim',
+    rule: 'memory',
+    severities: ['warning'],
+    title: 'A container is throttled at memory.high',
+    means: `\`memory.high\` is set (not \`max\`) and the kernel holds the cgroup there: \`memory.events\` counts \`high\` events, memory.current is at ${pct(T.memoryHighNear)} of memory.high or above, and its tasks stalled on memory ${T.memoryHighPressureSome}% or more of the last 10 s (\`memory.pressure\` some avg10; the working set must be at memory.high too where the kernel has no PSI). No OOM kill: allocations wait in reclaim and the workload just runs slowly.`,
+    todo: 'Raise memory.high, or the limit Kubernetes derives it from (the MemoryQoS feature gate sets it to request + `memoryThrottlingFactor` × (limit − request)), or reduce what the workload keeps in memory: `GET /v1/containers/{id}/processes` lists RSS per process.',
+  },
+  {
     id: 'disk-pressure',
     rule: 'node',
     severities: ['critical', 'warning'],

@@ -14,6 +14,10 @@ export const THRESHOLDS = {
   throttledShare: 0.25,
   /** working set over memory.max */
   memoryNearLimit: 0.9,
+  /** memory.current at or above this fraction of memory.high: the kernel is holding the cgroup there (memory-high-reclaim) */
+  memoryHighNear: 0.9,
+  /** memory.pressure "some" avg10 (percent of the last 10 s) at or above which reclaim at memory.high is slowing the cgroup */
+  memoryHighPressureSome: 10,
   /** kubelet eviction defaults (fractions available / free) */
   nodefsAvailable: 0.1,
   imagefsAvailable: 0.15,

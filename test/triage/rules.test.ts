@@ -319,6 +319,77 @@ t.test('working set above 90% of memory.max (fixture tree)', async (t) => {
   t.notOk(ids(findings(captured)).includes('memory-near-limit'));
 });
 
+t.test('memory.high reclaim throttling without an OOM kill (fixture tree)', async (t) => {
+  const { memoryStat, psi, realNodeSpec, tempHostRoot } = await import('../fixtures/node-tree.js');
+  // The spin container under kubelet's MemoryQoS: no request, a 64Mi limit, memoryThrottlingFactor
+  // 0.9: 0 + 0.9 × 64Mi floored to whole pages is memory.high 60395520; a hog holds memory.current just over it
+  // (anon, no swap: reclaim cannot bring it back under, so the kernel makes it sleep).
+  // Files in the kernel's formats (memory.events and PSI as captured); the values are made up.
+  const hog = (o: { pressure?: string | null; events?: string; stat?: string; high?: string } = {}) => {
+    const spec = realNodeSpec();
+    const c = spec.pods[0]!.containers.find((x) => x.id === SPIN_ID)!;
+    c.files = {
+      ...c.files,
+      'memory.high': o.high ?? '60395520\n',
+      'memory.current': '60461056\n',
+      'memory.events': o.events ?? 'low 0\nhigh 1432\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n',
+      'memory.events.local': o.events ?? 'low 0\nhigh 1432\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n',
+      'memory.pressure': o.pressure === undefined ? 'some avg10=62.47 avg60=31.05 avg300=7.92 total=9120433\nfull avg10=61.90 avg60=30.66 avg300=7.81 total=9010217\n' : o.pressure,
+      'memory.stat': o.stat ?? memoryStat({ anon: 58 * 2 ** 20, file: 2 ** 20, inactiveFile: 2 ** 19 }),
+    };
+    return spec;
+  };
+  const judge = async (spec: ReturnType<typeof realNodeSpec>) => {
+    const tree = tempHostRoot(spec);
+    t.teardown(() => tree.cleanup());
+    const s = healthySnapshot();
+    s.cgroups = ok(await records(new HostFs(tree.root)));
+    s.containers = ok([labRow({ id: SPIN_ID, name: 'spin', podId: SANDBOX_ID, podUid: POD_UID })]);
+    return findings(s).filter((x) => x.id.startsWith('memory-'));
+  };
+
+  const f = await judge(hog());
+  t.same(ids(f), ['memory-high-reclaim'], 'under memory.max (89% working set): only memory.high holds it');
+  t.equal(f[0]!.severity, 'warning');
+  t.equal(f[0]!.title, 'default/lab container spin is throttled at memory.high (57.6MiB)');
+  t.match(f[0]!.detail, /^memory\.current 57\.7MiB is 100\.1% of memory\.high 57\.6MiB; memory\.events counts 1432 high events .*stalled on memory 62\.47% of the last 10 s .*no OOM kill.*memory\.max is 64MiB$/);
+  t.match(f[0]!.subject, { namespace: 'default', pod: 'lab', container: 'spin', containerId: SPIN_ID });
+  const scope = `/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod7f3c2a10_1111_4222_8333_944455556666.slice/cri-containerd-${SPIN_ID}.scope`;
+  t.same(f[0]!.evidence, [
+    { source: 'cgroup', path: `${scope}/memory.high`, excerpt: '60395520' },
+    { source: 'cgroup', path: `${scope}/memory.current`, excerpt: '60461056' },
+    { source: 'cgroup', path: `${scope}/memory.events`, excerpt: 'high 1432' },
+    { source: 'cgroup', path: `${scope}/memory.pressure`, excerpt: 'some avg10=62.47 avg60=31.05 avg300=7.92 total=9120433' },
+  ]);
+  t.match(f[0]!.hint, /MemoryQoS.*memoryThrottlingFactor.*\/v1\/containers\/af592112a1e08\/processes/);
+
+  // page cache reclaimed for free at memory.high: high events, no stall
+  t.same(ids(await judge(hog({ pressure: psi(0.4, 81234) }))), [], 'no memory stall: not throttling that hurts');
+  t.same(ids(await judge(hog({ high: 'max\n' }))), [], 'memory.high not set');
+  t.same(ids(await judge(hog({ events: 'low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n' }))), [], 'never went over memory.high');
+  t.same(ids(await judge(hog({ events: 'low 0\nhigh 1432\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n' }))), [], 'OOM-killed: the oom rule reports it');
+  // a kernel without PSI (psi=0): the working set at memory.high stands in; page cache alone does not count
+  const noPsi = await judge(hog({ pressure: null }));
+  t.same(ids(noPsi), ['memory-high-reclaim']);
+  t.match(noPsi[0]!.detail, /working set 57\.2MiB \(no memory\.pressure/);
+  t.match(noPsi[0]!.evidence[3], { path: `${scope}/memory.stat`, excerpt: 'inactive_file 524288' });
+  t.same(ids(await judge(hog({ pressure: null, stat: memoryStat({ anon: 8 * 2 ** 20, file: 50 * 2 ** 20, inactiveFile: 40 * 2 ** 20 }) }))), [], 'no PSI and mostly inactive cache: not judged throttled');
+  // a pod with its own memory.high is judged on its own events (memory.events.local), not its containers'
+  const podSpec = realNodeSpec();
+  const lab = podSpec.pods[0]!;
+  lab.files = { ...lab.files, 'memory.high': '1048576\n', 'memory.current': '1048576\n', 'memory.events.local': 'low 0\nhigh 7\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n', 'memory.events': 'low 0\nhigh 7\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n', 'memory.pressure': psi(25, 500000) };
+  const pf = await judge(podSpec);
+  t.same(ids(pf), ['memory-high-reclaim']);
+  t.match(pf[0]!.subject, { podUid: POD_UID });
+  t.notOk(pf[0]!.subject!.containerId);
+  t.match(pf[0]!.evidence[2], { path: /pod7f3c2a10_1111_4222_8333_944455556666\.slice\/memory\.events\.local$/, excerpt: 'high 7' });
+  t.match(pf[0]!.hint, `/v1/cgroups/${POD_UID}`);
+  // the captured node: memory.high is max everywhere
+  const captured = healthySnapshot();
+  captured.cgroups = ok(CGROUPS);
+  t.notOk(ids(findings(captured)).includes('memory-high-reclaim'));
+});
+
 t.test("disk pressure at kubelet's eviction defaults", async (t) => {
   const s = healthySnapshot();
   const h = s.host.ok ? s.host.value : (null as never);
