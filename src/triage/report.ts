@@ -1,7 +1,8 @@
 /** A snapshot's findings as a report: verdict, counts, the sources' outcomes, and a terminal rendering. */
 import type { Finding, Severity, SourceOutcome, TriageReport, Verdict } from '../model/triage.js';
 import { runRules, RULES, type Rule } from './rules/index.js';
-import { gatherSnapshot, type GatherOptions, type Got, type TriageSnapshot, type TriageSources } from './snapshot.js';
+import type { Outcome } from '../util/deadline.js';
+import { gatherSnapshot, type GatherOptions, type TriageSnapshot, type TriageSources } from './snapshot.js';
 
 const ORDER: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
 
@@ -54,9 +55,9 @@ export function buildReport(s: TriageSnapshot, rules: readonly Rule[] = RULES): 
   for (const f of findings) counts[f.severity]++;
   const sources: Record<string, SourceOutcome> = {};
   for (const k of SOURCE_KEYS) {
-    const g = s[k] as Got<unknown> | undefined;
+    const g = s[k] as Outcome<unknown> | undefined;
     if (!g) continue; // an optional source the snapshot did not read
-    sources[k] = g.ok ? { ok: true, durationMs: g.durationMs } : { ok: false, durationMs: g.durationMs, error: g.error };
+    sources[k] = g.ok ? { ok: true, durationMs: g.ms } : { ok: false, durationMs: g.ms, error: g.error };
   }
   const warnings = s.warnings ?? [];
   return { node: s.nodeName, takenAt: s.takenAt, windowMs: s.windowMs, verdict: verdictOf(findings), counts, findings, sources, warnings };

@@ -1,7 +1,8 @@
 /**
  * One snapshot of the node for the triage rules: every source read once, in
- * parallel, each with its own deadline. A source that fails or is late is
- * recorded as such (the rules turn that into a finding); nothing here throws.
+ * parallel, each within its own deadline (util/deadline.ts), the kernel ring once
+ * for both of its readers. A source that fails or is late is recorded as such
+ * (the rules turn that into a finding); nothing here throws.
  * What a source skipped while it read (an unreadable cgroup, a node file that is
  * a directory) is collected in `warnings`, each prefixed with the source's key.
  */
@@ -14,11 +15,21 @@ import type { ContainerRow } from '../sources/cri/runtime-view.js';
 import type { JournalRecord } from '../sources/journal/record.js';
 import type { AttributedOomKill } from '../sources/oom/oom.js';
 import type { KernelProblems } from '../sources/kmsg/kernel-problems.js';
-import { isSourceError, SourceError, type SourceErrorCode } from '../sources/errors.js';
+import { readOnce, type KmsgRing } from '../sources/kmsg/reader.js';
+import { isSourceError, type SourceErrorCode } from '../sources/errors.js';
+import { type Outcome, withinDeadline } from '../util/deadline.js';
 import { THRESHOLDS } from './thresholds.js';
 
-/** A source's answer, or why there is none: the SourceError's code (null for an error without one), so rules match codes, never HTTP statuses. */
-export type Got<T> = { ok: true; value: T; durationMs: number } | { ok: false; error: string; code: SourceErrorCode | null; durationMs: number };
+/**
+ * Why a source gave no answer, as the code rules match (never an HTTP status):
+ * `source_timeout` when the snapshot's deadline passed, the SourceError's code,
+ * or null for an error without one.
+ */
+export function failureCode(o: Outcome<unknown>): SourceErrorCode | null {
+  if (o.ok) return null;
+  if (o.timedOut) return 'source_timeout';
+  return isSourceError(o.cause) ? o.cause.code : null;
+}
 
 export interface RuntimeInfo {
   version: RuntimeVersion;
@@ -32,19 +43,19 @@ export interface TriageSnapshot {
   nowMs: number;
   windowMs: number;
   criEndpoint: string | null;
-  runtime: Got<RuntimeInfo>;
-  pods: Got<PodSandbox[]>;
-  containers: Got<ContainerRow[]>;
-  cgroups: Got<CgroupRecord[]>;
-  throttling: Got<ThrottlingReport>;
-  host: Got<NodeHealth>;
-  cni: Got<CniState>;
-  oom: Got<{ kills: AttributedOomKill[]; warnings: string[] }>;
-  kubeletJournal: Got<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
+  runtime: Outcome<RuntimeInfo>;
+  pods: Outcome<PodSandbox[]>;
+  containers: Outcome<ContainerRow[]>;
+  cgroups: Outcome<CgroupRecord[]>;
+  throttling: Outcome<ThrottlingReport>;
+  host: Outcome<NodeHealth>;
+  cni: Outcome<CniState>;
+  oom: Outcome<{ kills: AttributedOomKill[]; warnings: string[] }>;
+  kubeletJournal: Outcome<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
   /** kernel log problems (sources/kmsg/problems.ts's table), attributed; absent where the sources do not read them */
-  kernel?: Got<KernelProblems>;
+  kernel?: Outcome<KernelProblems>;
   /** conntrack, taint, D/Z processes, kubelet certificates and eviction thresholds, mounts, CRI latency (issue 15); absent where the sources do not read them */
-  facts?: Got<NodeFacts>;
+  facts?: Outcome<NodeFacts>;
   /** items the sources skipped ("cgroups: cgroup /kubepods.slice/...: unreadable (EISDIR), skipped") */
   warnings?: string[];
 }
@@ -62,10 +73,16 @@ export interface TriageSources {
   host(warnings: string[]): Promise<NodeHealth>;
   /** runtime info (may hold the CNI dirs) or null when the runtime did not answer */
   cni(runtimeInfo: Record<string, unknown> | null): Promise<CniState>;
-  oom(signal: AbortSignal): Promise<{ kills: AttributedOomKill[]; warnings: string[] }>;
+  /**
+   * The kernel ring, when the sources read it: a snapshot reads it once and hands that
+   * one read (`ring`) to `oom` and `kernel`, so the OOM kills and the kernel problems
+   * are judged from the same records, and a large ring costs one read, not two.
+   */
+  kmsg?: KmsgRing;
+  oom(signal: AbortSignal, ring?: KmsgRing): Promise<{ kills: AttributedOomKill[]; warnings: string[] }>;
   kubeletJournal(sinceUs: number, signal: AbortSignal): Promise<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
   /** kernel log problems; optional: a snapshot without it has no kernel findings */
-  kernel?(signal: AbortSignal): Promise<KernelProblems>;
+  kernel?(signal: AbortSignal, ring?: KmsgRing): Promise<KernelProblems>;
   /** node facts (sources/node/facts.ts); optional: a snapshot without them has no node-facts findings */
   facts?(signal: AbortSignal, warnings: string[]): Promise<NodeFacts>;
 }
@@ -85,43 +102,6 @@ export const SOURCE_DEADLINES = {
   /** the /proc walk's budget is 1.5 s, attribution as much again */
   facts: 5000,
 } as const;
-
-async function got<T>(fn: (signal: AbortSignal) => Promise<T>, deadlineMs: number, what: string): Promise<Got<T>> {
-  const t0 = performance.now();
-  const ac = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      ac.abort();
-      reject(new SourceError('source_timeout', `${what}: no answer within ${deadlineMs} ms`));
-    }, deadlineMs);
-  });
-  const ms = () => Math.round(performance.now() - t0);
-  try {
-    const p = fn(ac.signal);
-    p.catch(() => {});
-    const value = await Promise.race([p, late]);
-    return { ok: true, value, durationMs: ms() };
-  } catch (err) {
-    // anything may be thrown (null, a string, an object without message): describing it must not throw
-    return { ok: false, error: describe(err), code: isSourceError(err) ? err.code : null, durationMs: ms() };
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-const ERROR_MAX = 2000;
-
-function describe(err: unknown): string {
-  let text: string;
-  try {
-    const m = (err as { message?: unknown } | null)?.message;
-    text = typeof m === 'string' && m !== '' ? m : String(err);
-  } catch {
-    text = 'an error that cannot be described';
-  }
-  return text.length > ERROR_MAX ? `${text.slice(0, ERROR_MAX)}…` : text;
-}
 
 /** At most this many warnings per source in a report: a node with 10,000 bad cgroups says so, briefly. */
 export const MAX_SOURCE_WARNINGS = 50;
@@ -143,24 +123,27 @@ export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): P
   const nowMs = opts.now ?? Date.now();
   const d = { ...SOURCE_DEADLINES, ...opts.deadlines };
   const sinceUs = (nowMs - THRESHOLDS.journalWindowMinutes * 60_000) * 1000;
-  const runtimeP = got(() => src.runtime(), d.runtime, 'runtime');
+  // the one ring read of this snapshot; it is let go (its signal aborted) once every reader has answered or is late
+  const ringDone = new AbortController();
+  const ring = src.kmsg ? readOnce(src.kmsg, ringDone.signal) : undefined;
+  const runtimeP = withinDeadline(() => src.runtime(), d.runtime, 'runtime');
   const w = { cgroups: [] as string[], throttling: [] as string[], host: [] as string[], facts: [] as string[] };
-  // started with the others, awaited after them (an optional source kept out of the tuple below)
-  const kernelP = src.kernel ? got((signal) => src.kernel!(signal), d.kernel, 'kernel log problems') : null;
-  const factsP = src.facts ? got((signal) => src.facts!(signal, w.facts), d.facts, 'node facts') : null;
-  const [runtime, pods, containers, cgroups, throttling, host, cni, oom, kubeletJournal] = await Promise.all([
+  const kernelP = src.kernel ? withinDeadline((signal) => src.kernel!(signal, ring), d.kernel, 'kernel log problems') : null;
+  const factsP = src.facts ? withinDeadline((signal) => src.facts!(signal, w.facts), d.facts, 'node facts') : null;
+  const [runtime, pods, containers, cgroups, throttling, host, cni, oom, kubeletJournal, kernel, facts] = await Promise.all([
     runtimeP,
-    got(() => src.pods(), d.pods, 'pod sandboxes'),
-    got(() => src.containers(), d.containers, 'containers'),
-    got(() => src.cgroups(w.cgroups), d.cgroups, 'cgroups'),
-    got((signal) => src.throttling(opts.windowMs, signal, w.throttling), d.throttling + opts.windowMs, 'throttling'),
-    got(() => src.host(w.host), d.host, 'node health'),
-    runtimeP.then((r) => got(() => src.cni(r.ok ? r.value.status.info : null), d.cni, 'CNI state')),
-    got((signal) => src.oom(signal), d.oom, 'kernel OOM kills'),
-    got((signal) => src.kubeletJournal(sinceUs, signal), d.kubeletJournal, 'kubelet journal'),
+    withinDeadline(() => src.pods(), d.pods, 'pod sandboxes'),
+    withinDeadline(() => src.containers(), d.containers, 'containers'),
+    withinDeadline(() => src.cgroups(w.cgroups), d.cgroups, 'cgroups'),
+    withinDeadline((signal) => src.throttling(opts.windowMs, signal, w.throttling), d.throttling + opts.windowMs, 'throttling'),
+    withinDeadline(() => src.host(w.host), d.host, 'node health'),
+    runtimeP.then((r) => withinDeadline(() => src.cni(r.ok ? r.value.status.info : null), d.cni, 'CNI state')),
+    withinDeadline((signal) => src.oom(signal, ring), d.oom, 'kernel OOM kills'),
+    withinDeadline((signal) => src.kubeletJournal(sinceUs, signal), d.kubeletJournal, 'kubelet journal'),
+    kernelP, // optional sources: null where the sources do not read them
+    factsP,
   ]);
-  const kernel = kernelP ? await kernelP : undefined;
-  const facts = factsP ? await factsP : undefined;
+  ringDone.abort();
   return {
     nodeName: src.nodeName,
     takenAt: new Date(nowMs).toISOString(),

@@ -32,8 +32,9 @@ export function triageSources(s: Sources): TriageSources {
     },
     host: (warnings) => nodeHealth(s.hostFs, { kubeletHealthzUrl: s.config.kubeletHealthz, warnings }),
     cni: (info) => readCniState(s.hostFs, cniDirsFromRuntimeInfo(info)),
-    async oom(signal) {
-      const r = await s.oom.kills(signal);
+    kmsg: s.kmsg,
+    async oom(signal, ring) {
+      const r = await s.oom.kills(signal, ring);
       if (!r.sources.kmsg && !r.sources.journal) throw new Error(`kernel log unreadable: ${r.warnings.join('; ')}`);
       return { kills: r.kills, warnings: r.warnings };
     },
@@ -55,7 +56,7 @@ export function triageSources(s: Sources): TriageSources {
       );
       return { records: r.records, truncated: r.truncated, warnings: r.warnings };
     },
-    kernel: (signal) => kernelProblems.read(signal),
+    kernel: (signal, ring) => kernelProblems.read(signal, ring),
     facts: (signal, warnings) => nodeFacts(s.hostFs, { cri: s.cri, warnings, signal }),
   };
 }

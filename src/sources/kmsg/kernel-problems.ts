@@ -12,7 +12,7 @@ import type { HostFs } from '../hostfs/hostfs.js';
 import { formatMicros } from '../journal/time.js';
 import { parseProcStat } from '../proc/parse.js';
 import { type KernelProblem, scanKernelProblems } from './problems.js';
-import { bootWallUs, type KmsgReader } from './reader.js';
+import { bootWallUs, type KmsgReader, type KmsgRing } from './reader.js';
 
 export interface AttributedKernelProblem extends KernelProblem {
   /** wall-clock time of the record */
@@ -67,8 +67,9 @@ export class KernelProblemsSource {
     private readonly bootUs: () => number = bootWallUs,
   ) {}
 
-  async read(signal?: AbortSignal): Promise<KernelProblems> {
-    const items = await this.kmsg.readAll(signal);
+  /** `ring`: a read of the ring shared with other readers of the same moment (reader.ts readOnce); else this source reads it */
+  async read(signal?: AbortSignal, ring: KmsgRing = this.kmsg): Promise<KernelProblems> {
+    const items = await ring.readAll(signal);
     const records = [];
     let gaps = 0;
     for (const it of items) {

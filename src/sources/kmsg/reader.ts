@@ -57,6 +57,22 @@ export class KmsgReader {
   }
 }
 
+/** What reads the whole ring: a KmsgReader, or one read shared by several readers (readOnce). */
+export interface KmsgRing {
+  readAll(signal?: AbortSignal): Promise<KmsgItem[]>;
+}
+
+/**
+ * One read of `ring` for every reader of one moment (a triage snapshot's OOM kills
+ * and kernel problems): the first call reads, until `signal` aborts; every call gets
+ * the same items (readers must not change them). A reader's own signal does not end
+ * the shared read: its caller's deadline stops waiting for it.
+ */
+export function readOnce(ring: KmsgRing, signal: AbortSignal): KmsgRing {
+  let read: Promise<KmsgItem[]> | null = null;
+  return { readAll: () => (read ??= ring.readAll(signal)) };
+}
+
 export interface KmsgCursor {
   /** Items readable now; [] at the end (EAGAIN). Call again later to follow. */
   next(): Promise<KmsgItem[]>;

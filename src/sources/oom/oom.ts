@@ -4,7 +4,7 @@ import { parseKubepodsPath } from '../cgroup/kubepods-path.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import type { JournalSource } from '../journal/journalctl.js';
 import { formatMicros } from '../journal/time.js';
-import type { KmsgReader } from '../kmsg/reader.js';
+import type { KmsgReader, KmsgRing } from '../kmsg/reader.js';
 import { bootWallUs } from '../kmsg/reader.js';
 import { OOM_PATTERNS, parseOomReports, type KernelLine, type OomKill } from './parse.js';
 
@@ -41,11 +41,12 @@ export class OomSource {
     private readonly bootUs: () => number = bootWallUs,
   ) {}
 
-  async kills(signal?: AbortSignal): Promise<OomResult> {
+  /** `ring`: a read of the kernel ring shared with other readers of the same moment (kmsg/reader.ts readOnce); else this source reads it */
+  async kills(signal?: AbortSignal, ring: KmsgRing = this.kmsg): Promise<OomResult> {
     const warnings: string[] = [];
     const bootId = (await this.hostFs.readFile('/proc/sys/kernel/random/boot_id'))?.trim().replace(/-/g, '') ?? null;
     const [fromKmsg, fromJournal] = await Promise.all([
-      this.fromKmsg(bootId, signal).catch((err: Error) => {
+      this.fromKmsg(ring, bootId, signal).catch((err: Error) => {
         warnings.push(`kmsg: ${err.message}`);
         return null;
       }),
@@ -67,10 +68,10 @@ export class OomSource {
     return { kills: kills.map(attribute), sources: { kmsg: fromKmsg !== null, journal: fromJournal !== null }, warnings };
   }
 
-  private async fromKmsg(bootId: string | null, signal?: AbortSignal): Promise<OomKill[]> {
+  private async fromKmsg(ring: KmsgRing, bootId: string | null, signal?: AbortSignal): Promise<OomKill[]> {
     const boot = this.bootUs();
     const lines: KernelLine[] = [];
-    for (const it of await this.kmsg.readAll(signal)) {
+    for (const it of await ring.readAll(signal)) {
       if (it.kind !== 'record') continue;
       const r = it.record;
       // Only the kernel writes facility 0: the kernel forces LOG_USER (1) or the writer's own

@@ -2,7 +2,7 @@
 import type { Evidence, Finding } from '../../model/triage.js';
 import { clip } from '../../format.js';
 import { idsOf } from '../findings.js';
-import type { TriageSnapshot } from '../snapshot.js';
+import { failureCode, type TriageSnapshot } from '../snapshot.js';
 import type { Rule } from './rule.js';
 
 export const runtimeRule: Rule = {
@@ -11,7 +11,8 @@ export const runtimeRule: Rule = {
   run(s) {
     const endpoint = s.criEndpoint ?? '(none found)';
     if (!s.runtime.ok) {
-      const timeout = s.runtime.code === 'runtime_timeout' || s.runtime.code === 'source_timeout';
+      const code = failureCode(s.runtime);
+      const timeout = code === 'runtime_timeout' || code === 'source_timeout';
       return [
         {
           id: timeout ? 'runtime-not-answering' : 'runtime-unreachable',

@@ -1,7 +1,8 @@
 /** Sources of the snapshot that did not answer: the rules needing them did not run. */
 import type { Finding, Severity } from '../../model/triage.js';
 import { idsOf } from '../findings.js';
-import type { Got, TriageSnapshot } from '../snapshot.js';
+import type { Outcome } from '../../util/deadline.js';
+import type { TriageSnapshot } from '../snapshot.js';
 import type { Rule } from './rule.js';
 
 /** The snapshot's sources other than the runtime (it has findings of its own), in report order. */
@@ -24,7 +25,7 @@ export const sourcesRule: Rule = {
   run(s) {
     const out: Finding[] = [];
     for (const key of Object.keys(SOURCES) as (keyof typeof SOURCES)[]) {
-      const g: Got<unknown> | undefined = s[key];
+      const g: Outcome<unknown> | undefined = s[key];
       if (!g || g.ok) continue; // kernel and facts are optional
       // the runtime's own finding already says it; cgroups and throttling failing alike is one finding
       if ((key === 'pods' || key === 'containers') && !s.runtime.ok) continue;
