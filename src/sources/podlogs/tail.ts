@@ -1,7 +1,7 @@
 /**
  * Reading a CRI log file backwards: physical lines from the end in bounded chunks
  * (scanBackward), and the logical lines of a tail assembled from them newest first
- * (TailCollector). Pure of paths and HTTP: PodLogs opens the files and decides what to read.
+ * (TailCollector). Pure of paths and HTTP: read.ts opens the files and decides what to read.
  */
 import type { promises as fsp } from 'node:fs';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
