@@ -6,7 +6,8 @@
  */
 import type { Evidence, Finding } from '../../model/triage.js';
 import type { AttributedKernelProblem } from '../../sources/kmsg/kernel-problems.js';
-import { describeTaint, KERNEL_PROBLEMS, type KernelProblemKind } from '../../sources/kmsg/problems.js';
+import { describeTaint } from '../../sources/kmsg/named.js';
+import { KERNEL_PROBLEMS, type KernelProblemKind } from '../../sources/kmsg/problems.js';
 import { clip, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
 import { THRESHOLDS } from '../thresholds.js';
