@@ -63,11 +63,17 @@ export function parseCniConf(name: string, text: string): Pick<CniConfFile, 'net
   return { network, plugins: [o.type], error: network ? null : 'no network name' };
 }
 
-/** containerd's cni dirs from CRI Status verbose info, when it has them. */
+/**
+ * containerd's cni dirs from CRI Status verbose info, when it has them. containerd 2.x
+ * sends `binDir: ""` beside a `binDirs` list (the plugins are looked up in each, in
+ * order): the first of those is the one reported.
+ */
 export function cniDirsFromRuntimeInfo(info: Record<string, unknown> | null | undefined): { confDir: string; binDir: string } | null {
-  const cni = (info?.config as { cni?: { confDir?: unknown; binDir?: unknown } } | undefined)?.cni;
-  if (cni && typeof cni.confDir === 'string' && typeof cni.binDir === 'string' && cni.confDir && cni.binDir) return { confDir: cni.confDir, binDir: cni.binDir };
-  return null;
+  const cni = (info?.config as { cni?: { confDir?: unknown; binDir?: unknown; binDirs?: unknown } } | undefined)?.cni;
+  if (!cni || typeof cni.confDir !== 'string' || !cni.confDir) return null;
+  const firstOfList = Array.isArray(cni.binDirs) ? cni.binDirs.find((d): d is string => typeof d === 'string' && d !== '') : undefined;
+  const binDir = typeof cni.binDir === 'string' && cni.binDir ? cni.binDir : firstOfList;
+  return binDir ? { confDir: cni.confDir, binDir } : null;
 }
 
 export async function readCniState(fs: HostFs, dirs: { confDir: string; binDir: string } | null): Promise<CniState> {
