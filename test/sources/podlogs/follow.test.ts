@@ -3,18 +3,15 @@
  * across polls and across the backlog, rotation, and a container that writes 10 MiB
  * without a newline between two polls.
  */
-import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import { MAX_LINE_BYTES } from '../../../src/sources/podlogs/cri-log.js';
 import { PodLogs } from '../../../src/sources/podlogs/podlogs.js';
-import { criTime, LOG_DIR, line, podLogDir, podLogQuery as q, T0, writePodLogs } from '../../fixtures/podlogs.js';
+import { criTime, LOG_DIR, line, podLogDir, podLogQuery as q, podLogsRoot, T0 } from '../../fixtures/podlogs.js';
 
-const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-podlogs-follow-'));
-t.teardown(() => rmSync(root, { recursive: true, force: true }));
-writePodLogs(root);
+const root = podLogsRoot(t, 'podlogs-follow');
 const logs = new PodLogs(new HostFs(root));
 const dirOf = (name: string) => podLogDir(root, name);
 

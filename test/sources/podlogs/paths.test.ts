@@ -4,18 +4,15 @@
  * down, the attempt before, paths out of /var/log, links out of it, a FIFO.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import { PodLogs } from '../../../src/sources/podlogs/podlogs.js';
-import { criTime, LOG_CONTAINER_ID, LOG_DIR, podLogDir, podLogQuery as q, T0, writePodLogs } from '../../fixtures/podlogs.js';
+import { criTime, LOG_CONTAINER_ID, LOG_DIR, podLogDir, podLogQuery as q, podLogsRoot, T0 } from '../../fixtures/podlogs.js';
 import { rejectsStatus } from '../../helpers/problem.js';
 
-const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-podlogs-paths-'));
-t.teardown(() => rmSync(root, { recursive: true, force: true }));
-writePodLogs(root);
+const root = podLogsRoot(t, 'podlogs-paths');
 const logs = new PodLogs(new HostFs(root));
 const dirOf = (name: string) => podLogDir(root, name);
 

@@ -1,15 +1,10 @@
 /** One-shot reads (src/sources/podlogs/read.ts) of the pod logs fixture: a live file with P runs, rotated files, a gzipped one. */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import t from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import { PodLogs } from '../../../src/sources/podlogs/podlogs.js';
-import { LOG_DIR, line, podLogQuery as q, writePodLogs } from '../../fixtures/podlogs.js';
+import { LOG_DIR, line, podLogQuery as q, podLogsRoot } from '../../fixtures/podlogs.js';
 
-const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-podlogs-'));
-t.teardown(() => rmSync(root, { recursive: true, force: true }));
-writePodLogs(root);
+const root = podLogsRoot(t, 'podlogs');
 const logs = new PodLogs(new HostFs(root));
 
 t.test('live file: P parts joined per stream, tail counts logical lines', async (t) => {
