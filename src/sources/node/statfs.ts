@@ -14,6 +14,7 @@
 import type { StatsFs } from 'node:fs';
 import type { MountAnswer } from '../../model/node.js';
 import type { HostFs } from '../hostfs/hostfs.js';
+import { Slots } from '../../util/slots.js';
 
 export const STATFS_LIMITS = {
   maxCalls: 2,
@@ -28,18 +29,24 @@ export const STATFS_LIMITS = {
 export type Timed<T> = { ok: true; value: T; ms: number } | { ok: false; reason: string; since: string; outstanding: boolean };
 
 export class StatfsBox {
-  /** calls running, including those past their deadline */
-  busy = 0;
   /** path → when its still-unanswered call started */
   private readonly out = new Map<string, number>();
   /** the last answer per path (for facts.mounts) */
   private readonly seen = new Map<string, MountAnswer>();
-  private readonly waiters: Array<() => void> = [];
+  /** calls running, including those past their deadline */
+  private readonly slots: Slots;
 
   constructor(
     readonly maxCalls: number = STATFS_LIMITS.maxCalls,
     readonly timeoutMs: number = STATFS_LIMITS.timeoutMs,
-  ) {}
+  ) {
+    this.slots = new Slots(maxCalls);
+  }
+
+  /** calls running, including those past their deadline */
+  get busy(): number {
+    return this.slots.busy;
+  }
 
   /** statfs(hostPath) within the deadline; never rejects with a timeout, rejects with the call's own error. */
   async statfs(fs: HostFs, hostPath: string): Promise<Timed<StatsFs | null>> {
@@ -51,7 +58,7 @@ export class StatfsBox {
     if (pending !== undefined) return this.note(key, { ok: false, reason: `statfs has not returned since ${new Date(pending).toISOString()} (the mount does not answer)`, since: new Date(pending).toISOString(), outstanding: true });
     const t0 = Date.now();
     const until = t0 + this.timeoutMs;
-    if (!(await this.acquire(until))) {
+    if (!(await this.slots.acquire(until))) {
       return this.note(key, { ok: false, reason: `no free statfs slot within ${this.timeoutMs} ms (${this.out.size} mounts not answering)`, since: new Date(t0).toISOString(), outstanding: false });
     }
     this.out.set(key, t0);
@@ -63,7 +70,7 @@ export class StatfsBox {
     );
     void settled.then(() => {
       if (this.out.get(key) === t0) this.out.delete(key);
-      this.release();
+      this.slots.release();
     });
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => {
@@ -96,30 +103,6 @@ export class StatfsBox {
     return r;
   }
 
-  private acquire(until: number): Promise<boolean> {
-    if (this.busy < this.maxCalls) {
-      this.busy++;
-      return Promise.resolve(true);
-    }
-    return new Promise((resolve) => {
-      const grant = () => {
-        clearTimeout(timer);
-        this.busy++;
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        const i = this.waiters.indexOf(grant);
-        if (i >= 0) this.waiters.splice(i, 1);
-        resolve(false);
-      }, Math.max(1, until - Date.now()));
-      this.waiters.push(grant);
-    });
-  }
-
-  private release(): void {
-    this.busy--;
-    this.waiters.shift()?.();
-  }
 }
 
 /** The agent's one box (libuv's pool is per process). */

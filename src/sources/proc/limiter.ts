@@ -17,6 +17,7 @@
  */
 import { constants, promises as fsp } from 'node:fs';
 import { isGone } from '../hostfs/hostfs.js';
+import { Slots } from '../../util/slots.js';
 
 export const PROC_LIMITS = {
   /** pool threads blocking /proc reads may hold at once (libuv has 4 unless UV_THREADPOOL_SIZE says otherwise) */
@@ -37,18 +38,23 @@ export const PROC_LIMITS = {
 export type Limited<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 export class BlockingReadLimiter {
-  /** slots held: reads running, including those past their timeout */
-  busy = 0;
   /** reads past their timeout whose thread has not come back */
   stuck = 0;
   /** reads that ever timed out (for /readyz) */
   timedOut = 0;
-  private readonly waiters: Array<() => void> = [];
+  private readonly slots: Slots;
 
   constructor(
     readonly max: number,
     readonly timeoutMs: number,
-  ) {}
+  ) {
+    this.slots = new Slots(max);
+  }
+
+  /** slots held: reads running, including those past their timeout */
+  get busy(): number {
+    return this.slots.busy;
+  }
 
   /**
    * Run `read` in a slot: wait for a free slot and for the read, together at most
@@ -57,7 +63,7 @@ export class BlockingReadLimiter {
   async run<T>(read: () => Promise<T>, signal?: AbortSignal): Promise<Limited<T>> {
     if (this.stuck >= this.max) return { ok: false, reason: `all ${this.max} slots for /proc reads are held by reads stuck past ${this.timeoutMs} ms` };
     const until = Date.now() + this.timeoutMs;
-    if (!(await this.acquire(until, signal))) {
+    if (!(await this.slots.acquire(until, signal))) {
       return { ok: false, reason: signal?.aborted ? 'the request ended' : `no free slot for /proc reads within ${this.timeoutMs} ms (${this.stuck} stuck)` };
     }
     const op = read();
@@ -68,7 +74,7 @@ export class BlockingReadLimiter {
     );
     void done.then(() => {
       if (late) this.stuck--;
-      this.release();
+      this.slots.release();
     });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<Limited<T>>((resolve) => {
@@ -84,37 +90,6 @@ export class BlockingReadLimiter {
     } finally {
       clearTimeout(timer);
     }
-  }
-
-  private acquire(until: number, signal?: AbortSignal): Promise<boolean> {
-    if (this.busy < this.max) {
-      this.busy++;
-      return Promise.resolve(true);
-    }
-    return new Promise((resolve) => {
-      const grant = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', giveUp);
-        this.busy++;
-        resolve(true);
-      };
-      const giveUp = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', giveUp);
-        const i = this.waiters.indexOf(grant);
-        if (i >= 0) this.waiters.splice(i, 1);
-        resolve(false);
-      };
-      const timer = setTimeout(giveUp, Math.max(1, until - Date.now()));
-      signal?.addEventListener('abort', giveUp, { once: true });
-      this.waiters.push(grant);
-    });
-  }
-
-  private release(): void {
-    this.busy--;
-    const next = this.waiters.shift();
-    if (next) next();
   }
 }
 
