@@ -5,14 +5,14 @@
  *   npx tsx bench/cgroups.ts [pods=250] [containersPerPod=3] [rounds=15]
  *
  * Each pod gets a sandbox plus `containersPerPod` containers: 250 x (3 + 1) = 1,000
- * container cgroups and 250 pod cgroups, 17 interface files each. Baselines:
+ * container cgroups and 250 pod cgroups, 18 interface files each (STAT_FILES). Baselines:
  * - raw-sync: readFileSync of every file in one loop (the floor: no event loop, no parsing);
  * - raw-async: fs.promises.readFile of every file, 32 cgroups at a time (what an async
  *   reader can hope for).
  * The agent's figure is the whole HTTP request through app.inject(): walk, resolve,
  * read, parse, JSON. No runtime configured (names would add a CRI round trip).
  * The reader alone (readMany, in this process) is measured against the same loop, for
- * all 17 files (/v1/cgroups) and for the 8 a /metrics scrape reads (METRIC_CGROUP_FILES):
+ * all 18 files (/v1/cgroups) and for the 8 a /metrics scrape reads (METRIC_CGROUP_FILES):
  * what the cgroup source costs without HTTP or JSON.
  */
 import { readFileSync } from 'node:fs';
