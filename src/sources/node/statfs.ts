@@ -14,6 +14,7 @@
 import type { StatsFs } from 'node:fs';
 import type { MountAnswer } from '../../model/node.js';
 import type { HostFs } from '../hostfs/hostfs.js';
+import { withinDeadline } from '../../util/deadline.js';
 import { Slots } from '../../util/slots.js';
 
 export const STATFS_LIMITS = {
@@ -62,28 +63,17 @@ export class StatfsBox {
       return this.note(key, { ok: false, reason: `no free statfs slot within ${this.timeoutMs} ms (${this.out.size} mounts not answering)`, since: new Date(t0).toISOString(), outstanding: false });
     }
     this.out.set(key, t0);
-    const p0 = performance.now();
     const op = (async () => call())();
-    const settled = op.then(
-      (value) => ({ value }),
-      (error: unknown) => ({ error }),
-    );
-    void settled.then(() => {
+    // the slot and the path's "still out" mark go only when the call itself returns, however late
+    const settled = () => {
       if (this.out.get(key) === t0) this.out.delete(key);
       this.slots.release();
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => {
-      timer = setTimeout(() => resolve('late'), Math.max(1, until - Date.now()));
-    });
-    try {
-      const r = await Promise.race([settled, late]);
-      if (r === 'late') return this.note(key, { ok: false, reason: `statfs did not return within ${this.timeoutMs} ms`, since: new Date(t0).toISOString(), outstanding: true });
-      if ('error' in r) throw r.error;
-      return this.note(key, { ok: true, value: r.value, ms: Math.round(performance.now() - p0) });
-    } finally {
-      clearTimeout(timer);
-    }
+    };
+    op.then(settled, settled);
+    const o = await withinDeadline(op, until - Date.now(), 'statfs');
+    if (o.ok) return this.note(key, { ok: true, value: o.value, ms: o.ms });
+    if (o.timedOut) return this.note(key, { ok: false, reason: `statfs did not return within ${this.timeoutMs} ms`, since: new Date(t0).toISOString(), outstanding: true });
+    throw o.cause;
   }
 
   /** The last answer for each path asked, in the order first asked. */
