@@ -99,3 +99,22 @@ export async function jsonBuffer(value: unknown, slicing: Slicing = SLICING): Pr
   chunks.push(Buffer.from(part));
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
 }
+
+/**
+ * The UTF-8 bytes of a long string, encoded `slicing.sliceChars` characters at a time with a
+ * yield between them (a 6.5 MB scrape at 1,000 containers). A cut never falls inside a
+ * surrogate pair, so the bytes are those of Buffer.from(s) (a lone surrogate is U+FFFD either way).
+ */
+export async function textBuffer(s: string, slicing: Slicing = SLICING): Promise<Buffer> {
+  if (s.length <= slicing.sliceChars) return Buffer.from(s);
+  const chunks: Buffer[] = [];
+  for (let at = 0; at < s.length; ) {
+    let end = Math.min(s.length, at + Math.max(2, slicing.sliceChars));
+    const last = s.charCodeAt(end - 1);
+    if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--; // keep a high surrogate with its pair
+    chunks.push(Buffer.from(s.slice(at, end)));
+    at = end;
+    if (at < s.length) await slicing.pause();
+  }
+  return Buffer.concat(chunks);
+}

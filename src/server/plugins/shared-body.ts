@@ -18,10 +18,11 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
-import { jsonBuffer } from '../../util/slices.js';
+import { jsonBuffer, textBuffer } from '../../util/slices.js';
 
-interface Rendered {
-  body: Buffer;
+interface SharedText {
+  text: string;
+  body: Promise<Buffer>;
   users: number;
 }
 
@@ -74,8 +75,8 @@ function sameAnswer(a: unknown, b: unknown, depth: number, budget: { left: numbe
 export function installSharedBody(app: FastifyInstance): void {
   /** answers being rendered or written, by method and URL */
   const renderings = new Map<string, Rendering[]>();
-  /** text bodies by content: the routes hand identical requests the same string */
-  const texts = new Map<string, Rendered>();
+  /** long text bodies being encoded or written */
+  const texts: SharedText[] = [];
   const hold = (reply: FastifyReply, r: { users: number }, forget: () => void) => {
     r.users++;
     reply.raw.once('close', () => {
@@ -110,16 +111,23 @@ export function installSharedBody(app: FastifyInstance): void {
   });
   // A string written to a socket is copied into native memory for that socket until the
   // client has read it: fifty clients of a 6.5 MB scrape held fifty copies (and glibc kept
-  // the pages). One Buffer for them all is written without a copy.
+  // the pages). One Buffer for them all is written without a copy, encoded in slices. The
+  // routes hand identical concurrent requests the same string: found by identity (`===` is a
+  // pointer comparison for the same string, and a length comparison for most others; a Map
+  // would hash every new scrape whole, in one stretch).
   app.addHook('onSend', async (_req, reply, payload) => {
     if (typeof payload !== 'string' || payload.length < SHARED_TEXT_MIN) return payload;
-    let r = texts.get(payload);
+    let r = texts.find((x) => x.text === payload);
     if (!r) {
-      r = { body: Buffer.from(payload), users: 0 };
-      texts.set(payload, r);
+      const made: SharedText = { text: payload, body: textBuffer(payload), users: 0 };
+      r = made;
+      texts.push(made);
     }
     const shared = r;
-    hold(reply, shared, () => texts.get(payload) === shared && texts.delete(payload));
+    hold(reply, shared, () => {
+      const i = texts.indexOf(shared);
+      if (i >= 0) texts.splice(i, 1);
+    });
     return shared.body;
   });
 }
