@@ -55,7 +55,7 @@ export interface FakeNodeAgent {
 }
 
 /** The FAKE node (250 pods, 1,000 containers by default), its FAKE runtime, and the agent from dist/. */
-export async function fakeNodeAgent(o: { pods?: number; perPod?: number; journal?: boolean; agentFlags?: string[]; nodeArgs?: string[] } = {}): Promise<FakeNodeAgent> {
+export async function fakeNodeAgent(o: { pods?: number; perPod?: number; journal?: boolean; agentFlags?: string[]; nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<FakeNodeAgent> {
   ensureBuilt();
   const host = await makeFakeScaleHost({ pods: o.pods ?? 250, perPod: o.perPod ?? 4, journal: o.journal ?? true });
   let cri: (Proc & { endpoint: string }) | undefined;
@@ -64,7 +64,7 @@ export async function fakeNodeAgent(o: { pods?: number; perPod?: number; journal
     cri = await startFakeCriProcess(host.options);
     agent = await startAgentProcess(
       ['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--log-level', 'warn', ...(o.agentFlags ?? [])],
-      { dist: true, nodeArgs: o.nodeArgs ?? [] },
+      { dist: true, nodeArgs: o.nodeArgs ?? [], env: o.env ?? {} },
     );
   } catch (err) {
     await cri?.stop();
@@ -100,4 +100,52 @@ export async function timeIt<T>(fn: () => Promise<T>): Promise<{ ms: number; val
 
 export function report(name: string, command: string, result: object): void {
   process.stdout.write(`${JSON.stringify({ bench: name, command, date: new Date().toISOString(), machine: machine(), ...result }, null, 2)}\n`);
+}
+
+/**
+ * The agent's environment from NODETRUTH_BENCH_AGENT_ENV ('K=V K2=V2'), as bench/all.ts reads it
+ * (e.g. the DaemonSet's MALLOC_MMAP_THRESHOLD_=131072).
+ */
+export function agentEnvFromBenchEnv(): Record<string, string> {
+  return Object.fromEntries(
+    (process.env.NODETRUTH_BENCH_AGENT_ENV ?? '')
+      .split(' ')
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+}
+
+/**
+ * A tracker of long tasks inside the agent (issue 12): node flags and environment that preload
+ * a 5 ms interval timer; every stretch the event loop was held more than 50 ms is appended to
+ * `file` as one JSON line: when (ms since the tracker started), wall ms, and the main thread's
+ * CPU ms over it (process.threadCpuUsage). CPU close to wall is the agent's own work; wall far
+ * above CPU is the thread waiting for a core (a loaded machine), which no code change removes.
+ * The first stretch is the start-up (module loading), before the agent listens.
+ */
+export function longTaskTracker(file: string): { nodeArgs: string[]; env: Record<string, string> } {
+  const src = `import { appendFileSync } from 'node:fs';
+const out = process.env.NODETRUTH_LONGTASKS_FILE;
+const t0 = process.hrtime.bigint();
+let last = t0, cpu = process.threadCpuUsage();
+setInterval(() => {
+  const now = process.hrtime.bigint(), c = process.threadCpuUsage(), wall = Number(now - last) / 1e6;
+  if (wall > 50) appendFileSync(out, JSON.stringify({ atMs: Math.round(Number(last - t0) / 1e6), wallMs: Math.round(wall), cpuMs: Math.round((c.user - cpu.user + c.system - cpu.system) / 1000) }) + '\\n');
+  last = now; cpu = c;
+}, 5).unref();`;
+  return { nodeArgs: ['--import', `data:text/javascript,${encodeURIComponent(src)}`], env: { NODETRUTH_LONGTASKS_FILE: file } };
+}
+
+export interface LongTask {
+  atMs: number;
+  wallMs: number;
+  cpuMs: number;
+}
+
+export function readLongTasks(file: string): LongTask[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as LongTask);
 }

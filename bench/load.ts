@@ -13,15 +13,26 @@
  * read before and after as a cross-check.
  *
  *   npx tsx bench/load.ts [seconds=60] [connections=50]
+ *   NODETRUTH_LOAD_MIX=full-node   bench/all.ts' load: /v1/containers, /v1/cgroups, /metrics, /v1/node at random
+ *   NODETRUTH_BENCH_PODS=750       node size (pods × 4 containers; 250 by default)
+ *   NODETRUTH_BENCH_AGENT_ENV='MALLOC_MMAP_THRESHOLD_=131072'  the agent's environment
+ *   NODETRUTH_BENCH_LONGTASKS=1    every stretch the agent's loop was held > 50 ms, with its thread CPU (issue 12)
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import autocannon from 'autocannon';
 import { hwmBytes, rssBytes } from '../test/helpers/agent-process.js';
-import { fakeNodeAgent, mib, report, round } from './lib.js';
+import { agentEnvFromBenchEnv, fakeNodeAgent, longTaskTracker, mib, readLongTasks, report, round } from './lib.js';
 
 const [seconds = 60, connections = 50] = process.argv.slice(2).map(Number);
 /** node flags for the agent, e.g. NODETRUTH_BENCH_NODE_ARGS=--max-old-space-size=64 */
 const nodeArgs = (process.env.NODETRUTH_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-const node = await fakeNodeAgent({ journal: true, nodeArgs });
+const agentEnv = agentEnvFromBenchEnv();
+const tracked = process.env.NODETRUTH_BENCH_LONGTASKS === '1' ? mkdtempSync(path.join(tmpdir(), 'nodetruth-longtasks-')) : null;
+const tracker = tracked ? longTaskTracker(path.join(tracked, 'long-tasks.jsonl')) : { nodeArgs: [], env: {} };
+const pods = Number(process.env.NODETRUTH_BENCH_PODS ?? 250);
+const node = await fakeNodeAgent({ pods, journal: true, nodeArgs: [...nodeArgs, ...tracker.nodeArgs], env: { ...agentEnv, ...tracker.env } });
 const pid = node.agent.pid;
 const running = node.host.node.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
 const c = (i: number) => running[(i * 37) % running.length]!.id;
@@ -54,9 +65,12 @@ const weighted: [string, number][] = [
   ['/metrics', 1],
   ['/v1/cgroups', 1],
 ];
-const mix = process.env.NODETRUTH_LOAD_MIX === 'uniform' ? 'uniform' : 'weighted';
-const paths = weighted.map(([p]) => p);
-const bag = weighted.flatMap(([p, w]) => Array.from({ length: mix === 'uniform' ? 1 : w }, () => p));
+const FULL_NODE: [string, number][] = [['/v1/containers', 1], ['/v1/cgroups', 1], ['/metrics', 1], ['/v1/node', 1]];
+const mixEnv = process.env.NODETRUTH_LOAD_MIX;
+const mix = mixEnv === 'uniform' || mixEnv === 'full-node' ? mixEnv : 'weighted';
+const routes = mix === 'full-node' ? FULL_NODE : weighted;
+const paths = routes.map(([p]) => p);
+const bag = routes.flatMap(([p, w]) => Array.from({ length: mix === 'uniform' ? 1 : w }, () => p));
 let seed = 0x9e3779b9;
 const pick = () => {
   seed ^= seed << 13;
@@ -81,6 +95,7 @@ try {
   const beforeText = await (await fetch(`${node.agent.url}/metrics`)).text();
   const loopSinceStartBefore = loopOf(beforeText, SINCE_START);
   let loopRunMax = 0;
+  const runFromMs = tracked ? (readLongTasks(path.join(tracked, 'long-tasks.jsonl')).at(-1)?.atMs ?? 0) + 1 : 0;
 
   const samples: { t: number; rss: number }[] = [];
   const t0 = Date.now();
@@ -125,12 +140,21 @@ try {
   const start = samples.find((s) => s.t >= 5000) ?? samples[0]!;
   const growth = (endRss - start.rss) / start.rss;
   const errors = result.errors + result.timeouts + result.non2xx;
-  report('load', `${mix === 'uniform' ? 'NODETRUTH_LOAD_MIX=uniform ' : ''}${nodeArgs.length ? `NODETRUTH_BENCH_NODE_ARGS='${nodeArgs.join(' ')}' ` : ''}npx tsx bench/load.ts ${seconds} ${connections}`, {
+  const longTasks = tracked ? readLongTasks(path.join(tracked, 'long-tasks.jsonl')) : [];
+  const inRun = longTasks.filter((x) => x.atMs >= runFromMs);
+  const env = [
+    mix !== 'weighted' ? `NODETRUTH_LOAD_MIX=${mix} ` : '',
+    pods !== 250 ? `NODETRUTH_BENCH_PODS=${pods} ` : '',
+    nodeArgs.length ? `NODETRUTH_BENCH_NODE_ARGS='${nodeArgs.join(' ')}' ` : '',
+    process.env.NODETRUTH_BENCH_AGENT_ENV ? `NODETRUTH_BENCH_AGENT_ENV='${process.env.NODETRUTH_BENCH_AGENT_ENV}' ` : '',
+    tracked ? 'NODETRUTH_BENCH_LONGTASKS=1 ' : '',
+  ].join('');
+  report('load', `${env}npx tsx bench/load.ts ${seconds} ${connections}`, {
     containers: node.host.node.containers.length,
     seconds,
     connections,
     routes: paths.length,
-    mix: mix === 'uniform' ? 'uniform: every route equally often' : Object.fromEntries(weighted),
+    mix: mix === 'uniform' ? 'uniform: every route equally often' : Object.fromEntries(routes),
     requests: result.requests.total,
     throughputReqPerSec: { mean: result.requests.average, p50: result.requests.p50 },
     latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
@@ -153,10 +177,25 @@ try {
       sinceStartAfterRun: round(loopSinceStartAfter, 1),
       note: 'monitorEventLoopDelay at 10 ms resolution (about 10 means no delay); the agent process only',
     },
+    ...(tracked
+      ? {
+          longTasksAfterWarmUp: {
+            over50WallMs: inRun.length,
+            over100WallMs: inRun.filter((x) => x.wallMs > 100).length,
+            over100CpuMs: inRun.filter((x) => x.cpuMs > 100).length,
+            maxWallMs: Math.max(0, ...inRun.map((x) => x.wallMs)),
+            maxCpuMs: Math.max(0, ...inRun.map((x) => x.cpuMs)),
+            longestByCpu: [...inRun].sort((a, b) => b.cpuMs - a.cpuMs).slice(0, 5),
+            note: 'stretches > 50 ms between two turns of a 5 ms timer in the agent, recorded after those of its start-up and the warm-up requests; cpuMs: the main thread on a core',
+          },
+        }
+      : {}),
     nodeArgs,
+    agentEnv,
     rssGrowthStartToEnd: `${round(growth * 100, 1)}%`,
     pass: { zeroErrors: errors === 0, rssGrowthUnder20: growth < 0.2, rssUnder100MiB: Math.max(...samples.map((s) => s.rss)) < 100 * 2 ** 20 },
   });
 } finally {
   await node.stop();
+  if (tracked) rmSync(tracked, { recursive: true, force: true });
 }
