@@ -4,7 +4,8 @@
  * the profile's samples by package (node_modules/<pkg>) or by dist/ file, plus what the module
  * loader and GC took. With NODETRUTH_BENCH_AGENT_ENV as in bench/all.ts.
  *
- *   npx tsx bench/startup-profile.ts [containers=1000] [runs=3]
+ *   npx tsx bench/startup-profile.ts [containers=1000] [runs=3] [root=this checkout]
+ * (root: another tree holding dist/, e.g. a "before" build as in bench/startup-levers.ts)
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,7 +16,8 @@ import { makeFakeScaleHost } from '../test/fixtures/fake-node.js';
 import { freePort, REPO, startFakeCriProcess, waitFor200, type Proc } from '../test/helpers/agent-process.js';
 import { ensureBuilt, report, round } from './lib.js';
 
-const [containers = 1000, runs = 3] = process.argv.slice(2).map(Number);
+const [containers = 1000, runs = 3] = process.argv.slice(2, 4).map(Number);
+const root = path.resolve(process.argv[4] ?? REPO);
 const agentEnv = Object.fromEntries((process.env.NODETRUTH_BENCH_AGENT_ENV ?? '').split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 ensureBuilt();
 const host = await makeFakeScaleHost({ pods: Math.ceil(containers / 4), perPod: 4, journal: false });
@@ -39,7 +41,7 @@ try {
   for (let i = 0; i < runs; i++) {
     const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-prof-'));
     const port = await freePort();
-    const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200', path.join(REPO, 'dist/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--log-level', 'warn'], {
+    const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${dir}`, '--cpu-prof-interval=200', path.join(root, 'dist/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, '--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--log-level', 'warn'], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, ...agentEnv },
     });
@@ -60,7 +62,7 @@ try {
     });
   }
   const top = [...totals].sort((a, b) => b[1] - a[1]).slice(0, 30).map(([k, ms]) => [k, round(ms / runs, 1)]);
-  report('startup-profile', `npx tsx bench/startup-profile.ts ${containers} ${runs}`, { containers, runs, profiledMsPerStart: round(all / runs, 1), selfMsPerStartByWhere: Object.fromEntries(top), note: 'self time until SIGTERM after the first /readyz 200 (includes idle and the exit)' });
+  report('startup-profile', `npx tsx bench/startup-profile.ts ${process.argv.slice(2).join(' ')}`, { containers, runs, root, profiledMsPerStart: round(all / runs, 1), selfMsPerStartByWhere: Object.fromEntries(top), note: 'self time until SIGTERM after the first /readyz 200 (includes idle and the exit)' });
 } finally {
   await cri.stop();
   host.cleanup();

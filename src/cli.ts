@@ -1,14 +1,13 @@
 #!/usr/bin/env node
 // first: sizes libuv's thread pool before anything can start it (see threadpool.ts)
 import './threadpool.js';
-import { createLogger } from './agent.js';
 import { ConfigError, flagHelp, loadConfig } from './config.js';
-import { captureMain, serveBundleMain, triageBundleMain, wantsBundle } from './bundle/cli.js';
-import { attachMain } from './launcher/attach.js';
-import { buildApp } from './server/app.js';
-import { closeSources, createSources } from './sources/index.js';
-import { triageMain } from './triage/cli.js';
+import type { App } from './server/app.js';
 import { VERSION } from './version.js';
+
+// Each command imports what it runs when it runs (issue 12): `serve` loads neither the
+// bundle, triage nor attach code before it listens, and `version`, `attach` and the
+// kubectl plugin load no HTTP server, gRPC or protobuf.
 
 const USAGE = `nodetruth ${VERSION}: what a Kubernetes node is really doing, read-only.
 
@@ -42,10 +41,11 @@ const EXIT_ANYWAY_MS = 4700;
 
 async function serve(argv: string[]): Promise<void> {
   const { config } = loadConfig(argv);
+  const [{ createLogger }, { buildApp }, { closeSources, createSources }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources/index.js')]);
   const log = createLogger(config);
   const shutdown = new AbortController();
   const sources = createSources(config, log);
-  let app: Awaited<ReturnType<typeof buildApp>> | null = null;
+  let app: App | null = null;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -88,19 +88,22 @@ async function serve(argv: string[]): Promise<void> {
   log.info({ hostRoot: config.hostRoot, criEndpoint: config.criEndpoint, auth: config.auth }, 'nodetruth serving');
 }
 
+/** Whether `serve` or `triage` was asked for a bundle (then the bundle's code answers). */
+const wantsBundle = (argv: string[]) => argv.some((a) => a === '--bundle' || a.startsWith('--bundle='));
+
 async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;
   switch (command) {
     case 'serve':
-      if (wantsBundle(rest)) await serveBundleMain(rest);
+      if (wantsBundle(rest)) await (await import('./bundle/cli.js')).serveBundleMain(rest);
       else await serve(rest);
       return -1; // keep running
     case 'attach':
-      return attachMain(rest);
+      return (await import('./launcher/attach.js')).attachMain(rest);
     case 'triage':
-      return wantsBundle(rest) ? triageBundleMain(rest) : triageMain(rest);
+      return wantsBundle(rest) ? (await import('./bundle/cli.js')).triageBundleMain(rest) : (await import('./triage/cli.js')).triageMain(rest);
     case 'capture':
-      return captureMain(rest);
+      return (await import('./bundle/cli.js')).captureMain(rest);
     case 'version':
     case '--version':
       process.stdout.write(`nodetruth ${VERSION}\n`);

@@ -142,9 +142,6 @@ export async function serveBundleMain(argv: string[]): Promise<void> {
   log.info({ bundle: file, node: bundle.manifest.node, capturedAt: bundle.manifest.capturedAt }, bundleBanner(bundle));
 }
 
-/** Whether `serve` was asked for a bundle. */
-export const wantsBundle = (argv: string[]) => argv.some((a) => a === '--bundle' || a.startsWith('--bundle='));
-
 /**
  * `nodetruth triage --bundle FILE [--json]`: the report from the bundle's STORED
  * /v1/triage answer (not re-run: the rules would need the live sources, and the

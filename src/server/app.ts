@@ -1,17 +1,15 @@
 import type { Server as TlsServer } from 'node:tls';
-import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { loadKubeClient } from '../sources/kube/api.js';
-import { VERSION } from '../version.js';
 import type { Sources } from '../sources/index.js';
 import { auditClientError, installAuditLog } from './plugins/audit.js';
 import { installAuth, installHostCheck } from './plugins/auth.js';
 import { installLoadShed } from './plugins/load-shed.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { installProblemHandlers } from './plugins/problems.js';
-import { problemCodesDescription } from './problem-types.js';
 import { problemTypeUri } from '../errors.js';
+import { collectRoutes, openApiDocument, type CompilersFactory } from './openapi.js';
 import { installSharedBody } from './plugins/shared-body.js';
 import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
@@ -61,24 +59,18 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
     },
     // long IDs must reach validation and get a 400, not a 404
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
+    // The routes' zod schemas validate and serialize. Given as the factories, so fastify
+    // never loads its default ajv and fast-json-stringify compilers (~45 ms CPU and ~90
+    // modules at start-up, issue 12); set later with setValidatorCompiler they still load.
+    // (fastify types the factories as ajv's; any compiler of a route schema is one)
+    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler, buildSerializer: () => serializerCompiler } as unknown as CompilersFactory },
   }).withTypeProvider<ZodTypeProvider>();
   app.server.headersTimeout = 10_000;
   // beyond this, Node closes new connections at once (no answer: there is nothing to spare for one)
   app.server.maxConnections = deps.config.maxConnections;
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: {
-        title: 'nodetruth',
-        version: VERSION,
-        description: `Read-only view of a Kubernetes node below the API server: CRI runtime, cgroup v2, /proc, journal, kernel log.\n\nErrors are application/problem+json; a source's failure carries a stable \`code\`:\n${problemCodesDescription()}`,
-      },
-    },
-    transform: jsonSchemaTransform,
-  });
+  // every route from here on, for /openapi.json (built on its first request: src/server/openapi.ts)
+  const routes = collectRoutes(app);
 
   // While shutting down, answer in-flight requests with Connection: close so their
   // keep-alive sockets end with them and close() does not wait for idle clients.
@@ -112,7 +104,13 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
   await app.register(logRoutes, { deps });
   await app.register(bundleRoutes, { deps });
 
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  let openapi: Promise<unknown> | null = null;
+  app.get('/openapi.json', { schema: { hide: true } }, async () =>
+    (openapi ??= openApiDocument(routes).catch((err: unknown) => {
+      openapi = null; // not kept: the next request tries again
+      throw err;
+    })),
+  );
   return app;
 }
 

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { tooMany } from '../../errors.js';
-import { captureBundle, type CaptureFigures } from '../../bundle/capture.js';
+import type { CaptureFigures } from '../../bundle/capture.js';
 import { DEFAULT_MAX_BYTES, defaultBundleName, parseSince, parseSize, type Manifest } from '../../bundle/format.js';
 import type { AppDeps } from '../app.js';
 import { exemptFromDeadline, requestSignal } from '../request-signal.js';
@@ -53,6 +53,8 @@ export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       },
     },
     async (req, reply) => {
+      // the capture and tar code is loaded on the first request, not before the agent listens (issue 12)
+      const { captureBundle } = await import('../../bundle/capture.js');
       if (running) throw tooMany('a capture is already running; one at a time', 10);
       running = true;
       exemptFromDeadline(req);

@@ -10,13 +10,17 @@
  * limiter: cmdline reads can block), else /var/lib/kubelet/config.yaml. It is tenant-
  * unreachable but still read bounded (size, YAML aliases) and through HostFs.
  */
-import { parse as parseYaml } from 'yaml';
+import { createRequire } from 'node:module';
 import type { DiskUse, EvictionCheck, EvictionConfig, EvictionSignal, EvictionThreshold } from '../../model/node.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { procReads, readBlocking, PROC_LIMITS } from '../proc/limiter.js';
 import { parseCmdline } from '../proc/parse.js';
 
 export const DEFAULT_KUBELET_CONFIG = '/var/lib/kubelet/config.yaml';
+/** yaml (~30 ms CPU, 70 modules) is loaded by the first config parsed, not at the agent's start (issue 12). */
+let yaml: typeof import('yaml') | null = null;
+const parseYaml = (text: string, options: import('yaml').ParseOptions & import('yaml').DocumentOptions & import('yaml').ToJSOptions): unknown =>
+  (yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text, options);
 const MAX_CONFIG_BYTES = 1024 * 1024;
 
 /** kubelet's default hard thresholds on Linux (pkg/kubelet/eviction/defaults_linux.go's values). */

@@ -1,0 +1,54 @@
+/**
+ * GET /openapi.json without loading @fastify/swagger at start-up (issue 12). The plugin and
+ * its dependencies (yaml, json-schema-resolver, rfdc, …) cost start-up time and memory for
+ * a document few clients ask for, so the app only keeps each route's options as it is
+ * added (what the plugin's own onRoute hook keeps), and the first request builds the
+ * document: a throwaway fastify instance with the plugin, the same routes replayed into
+ * it with handlers that never run, `swagger()`, closed. The answer is then kept.
+ */
+import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
+import { VERSION } from '../version.js';
+import { problemCodesDescription } from './problem-types.js';
+
+/** fastify's `schemaController.compilersFactory` (typed by fastify as ajv's builders). */
+export type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+
+/** Keep the options of every route added to `app` after this call, for the document. */
+export function collectRoutes(app: FastifyInstance): readonly RouteOptions[] {
+  const routes: RouteOptions[] = [];
+  app.addHook('onRoute', (r) => {
+    routes.push(r);
+  });
+  return routes;
+}
+
+/** The OpenAPI document of `routes` (after the app is ready: every route is in it then). */
+export async function openApiDocument(routes: readonly RouteOptions[]): Promise<unknown> {
+  const [{ default: Fastify }, { default: swagger }, { jsonSchemaTransform }] = await Promise.all([import('fastify'), import('@fastify/swagger'), import('fastify-type-provider-zod')]);
+  // The zod schemas are only read by the transform: nothing is compiled or validated here
+  // (factories, so fastify loads no ajv either; typed as ajv's by fastify). HEAD routes are
+  // replayed as they were collected (the plugin leaves them out), so none is made here.
+  const compilersFactory = { buildValidator: () => () => () => true, buildSerializer: () => () => (data: unknown) => JSON.stringify(data) };
+  const doc = Fastify({ logger: false, exposeHeadRoutes: false, schemaController: { compilersFactory: compilersFactory as unknown as CompilersFactory } });
+  try {
+    await doc.register(swagger, {
+      openapi: {
+        openapi: '3.0.3',
+        info: {
+          title: 'nodetruth',
+          version: VERSION,
+          description: `Read-only view of a Kubernetes node below the API server: CRI runtime, cgroup v2, /proc, journal, kernel log.\n\nErrors are application/problem+json; a source's failure carries a stable \`code\`:\n${problemCodesDescription()}`,
+        },
+      },
+      transform: jsonSchemaTransform,
+    });
+    const never = async () => {
+      throw new Error('not served');
+    };
+    for (const r of routes) doc.route({ method: r.method, url: r.url, ...(r.schema ? { schema: r.schema } : {}), ...(r.config ? { config: r.config } : {}), handler: never });
+    await doc.ready();
+    return doc.swagger();
+  } finally {
+    await doc.close();
+  }
+}
