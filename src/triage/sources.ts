@@ -1,5 +1,6 @@
 /** The triage snapshot's reads, from the agent's sources (no I/O of its own). */
 import { cniDirsFromRuntimeInfo, readCniState } from '../sources/cni/cni.js';
+import { journalQuery } from '../sources/journal/query.js';
 import { noCriSocket } from '../sources/cri/errors.js';
 import { requireRuntime, type Sources } from '../sources/index.js';
 import { KernelProblemsSource } from '../sources/kmsg/kernel-problems.js';
@@ -39,21 +40,7 @@ export function triageSources(s: Sources): TriageSources {
       return { kills: r.kills, warnings: r.warnings };
     },
     async kubeletJournal(sinceUs, signal) {
-      const r = await s.journal.query(
-        {
-          kind: 'journal',
-          units: ['kubelet.service'],
-          sinceUs,
-          untilUs: null,
-          tailLines: THRESHOLDS.journalMaxEntries,
-          pattern: null,
-          boot: null,
-          priority: null,
-          follow: false,
-          matches: [],
-        },
-        signal,
-      );
+      const r = await s.journal.query(journalQuery({ units: ['kubelet.service'], sinceUs, tailLines: THRESHOLDS.journalMaxEntries }), signal);
       return { records: r.records, truncated: r.truncated, warnings: r.warnings };
     },
     kernel: (signal, ring) => kernelProblems.read(signal, ring),

@@ -96,6 +96,11 @@ export function validateJournalQuery(input: JournalQueryInput): JournalQuery {
 
 const untilTime = (i: JournalQueryInput) => i.untilTime !== undefined;
 
+/** A journal query the agent makes itself (no client input to validate): nothing set but what `q` sets. */
+export function journalQuery(q: Partial<Omit<Extract<JournalQuery, { kind: 'journal' }>, 'kind'>>): Extract<JournalQuery, { kind: 'journal' }> {
+  return { kind: 'journal', units: [], sinceUs: null, untilUs: null, tailLines: null, pattern: null, boot: null, priority: null, follow: false, matches: [], ...q };
+}
+
 export function validateUnit(q: string): string {
   if (q.length > JOURNAL_LIMITS.maxServiceLength) {
     throw badParameter('query', `query: unit name longer than ${JOURNAL_LIMITS.maxServiceLength} characters`);

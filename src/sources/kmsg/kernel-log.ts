@@ -1,8 +1,9 @@
 import type { HostFs } from '../hostfs/hostfs.js';
 import type { JournalSource } from '../journal/journalctl.js';
+import { journalQuery } from '../journal/query.js';
 import { formatMicros } from '../journal/time.js';
 import { LEVEL_NAMES, type KmsgRecord } from './parse.js';
-import { bootWallUs, type KmsgItem, type KmsgReader } from './reader.js';
+import { bootWallUs, readBootId, type KmsgItem, type KmsgReader } from './reader.js';
 import { sleep } from '../../util/concurrency.js';
 import { compileUserPattern, type UserPattern } from '../../util/pattern.js';
 
@@ -119,21 +120,10 @@ export class KernelLog {
   }
 
   private async fromJournal(oldest: KmsgRecord, q: KernelQuery, boot: number, warnings: string[], signal?: AbortSignal): Promise<KernelRecord[]> {
-    const bootId = (await this.hostFs.readFile('/proc/sys/kernel/random/boot_id'))?.trim().replace(/-/g, '');
-    if (!bootId || !/^[0-9a-f]{32}$/.test(bootId)) throw new Error('cannot read the boot id');
+    const bootId = await readBootId(this.hostFs);
+    if (!bootId) throw new Error('cannot read the boot id');
     const res = await this.journal!.query(
-      {
-        kind: 'journal',
-        units: [],
-        sinceUs: null,
-        untilUs: boot + oldest.tsUsec,
-        tailLines: q.tailLines ?? 10_000,
-        pattern: null,
-        boot: null,
-        priority: null,
-        follow: false,
-        matches: ['_TRANSPORT=kernel', `_BOOT_ID=${bootId}`],
-      },
+      journalQuery({ untilUs: boot + oldest.tsUsec, tailLines: q.tailLines ?? 10_000, matches: ['_TRANSPORT=kernel', `_BOOT_ID=${bootId}`] }),
       signal,
     );
     let older = res.records.filter((r) => (r.monotonicUs ?? Infinity) < oldest.tsUsec);

@@ -157,6 +157,12 @@ class FileCursor implements KmsgCursor {
   }
 }
 
+/** This boot's id as the journal writes it (_BOOT_ID: 32 hex digits, no dashes), or null when unreadable or not that shape. */
+export async function readBootId(hostFs: HostFs): Promise<string | null> {
+  const id = (await hostFs.readFile('/proc/sys/kernel/random/boot_id'))?.trim().replace(/-/g, '');
+  return id && /^[0-9a-f]{32}$/.test(id) ? id : null;
+}
+
 /**
  * Wall-clock µs at boot, so a record's time is bootWallUs + tsUsec. The kernel's
  * printk clock and CLOCK_MONOTONIC agree (neither counts suspend); the agent

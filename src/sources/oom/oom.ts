@@ -3,9 +3,10 @@ import type { QosClass } from '../../model/cgroup.js';
 import { parseKubepodsPath } from '../cgroup/kubepods-path.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import type { JournalSource } from '../journal/journalctl.js';
+import { journalQuery } from '../journal/query.js';
 import { formatMicros } from '../journal/time.js';
 import type { KmsgReader, KmsgRing } from '../kmsg/reader.js';
-import { bootWallUs } from '../kmsg/reader.js';
+import { bootWallUs, readBootId } from '../kmsg/reader.js';
 import { OOM_PATTERNS, parseOomReports, type KernelLine, type OomKill } from './parse.js';
 
 export interface AttributedOomKill extends OomKill {
@@ -44,7 +45,7 @@ export class OomSource {
   /** `ring`: a read of the kernel ring shared with other readers of the same moment (kmsg/reader.ts readOnce); else this source reads it */
   async kills(signal?: AbortSignal, ring: KmsgRing = this.kmsg): Promise<OomResult> {
     const warnings: string[] = [];
-    const bootId = (await this.hostFs.readFile('/proc/sys/kernel/random/boot_id'))?.trim().replace(/-/g, '') ?? null;
+    const bootId = await readBootId(this.hostFs);
     const [fromKmsg, fromJournal] = await Promise.all([
       this.fromKmsg(ring, bootId, signal).catch((err: Error) => {
         warnings.push(`kmsg: ${err.message}`);
@@ -85,19 +86,12 @@ export class OomSource {
 
   private async fromJournal(signal?: AbortSignal): Promise<{ kills: OomKill[]; warnings: string[] }> {
     const res = await this.journal!.query(
-      {
-        kind: 'journal',
-        units: [],
-        sinceUs: null,
-        untilUs: null,
+      journalQuery({
         tailLines: 20_000,
         pattern: OOM_PATTERNS.any,
-        boot: null,
-        priority: null,
-        follow: false,
         // journald keeps the kmsg facility: a record injected from userspace is not SYSLOG_FACILITY=0
         matches: ['_TRANSPORT=kernel', 'SYSLOG_FACILITY=0'],
-      },
+      }),
       signal,
     );
     const lines: KernelLine[] = res.records.map((r) => ({

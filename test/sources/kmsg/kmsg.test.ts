@@ -4,7 +4,7 @@ import path from 'node:path';
 import t from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import { parseKmsgRecord, splitKmsgText, unescapeKmsg } from '../../../src/sources/kmsg/parse.js';
-import { KmsgReader } from '../../../src/sources/kmsg/reader.js';
+import { KmsgReader, readBootId } from '../../../src/sources/kmsg/reader.js';
 import { KernelLog, compileKernelPattern } from '../../../src/sources/kmsg/kernel-log.js';
 import { kmsgFixture } from '../../fixtures/kmsg/oom-reports.js';
 import { rejectsStatus } from '../../helpers/problem.js';
@@ -126,4 +126,19 @@ t.test('bad kernel patterns are 400', async (t) => {
   await rejectsStatus(t, () => compileKernelPattern('x'.repeat(2000)), 400);
   t.equal((await compileKernelPattern('oom')).caseInsensitive, true);
   t.equal((await compileKernelPattern('OOM')).caseInsensitive, false);
+});
+
+t.test('the boot id as the journal writes it (32 hex digits, no dashes), or null', async (t) => {
+  const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-bootid-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const fs = new HostFs(root);
+  t.equal(await readBootId(fs), null, 'no /proc/sys/kernel/random/boot_id');
+  mkdirSync(path.join(root, 'proc/sys/kernel/random'), { recursive: true });
+  const file = path.join(root, 'proc/sys/kernel/random/boot_id');
+  writeFileSync(file, '5f1c0a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b\n');
+  t.equal(await readBootId(fs), '5f1c0a2e3b4d4e6f8a9b0c1d2e3f4a5b');
+  writeFileSync(file, '5f1c0a2e-3b4d-4e6f-8a9b-0c1d2e3f4a5b _BOOT_ID=x\n');
+  t.equal(await readBootId(fs), null, 'anything else is no boot id (it goes into a journal match)');
+  writeFileSync(file, '');
+  t.equal(await readBootId(fs), null);
 });
