@@ -28,11 +28,16 @@ function commPid(s: string, start: number, end: number): { comm: string; pid: nu
   return { comm: s.slice(start, colon), pid: d.n };
 }
 
+/** What a record names (null: it does not). */
 export interface Named {
+  /** the task the kernel names (thread id, in the host's pid namespace) */
   pid: number | null;
   comm: string | null;
+  /** block device or filesystem the record names */
   device: string | null;
+  /** "nf_conntrack: table full in netns <n>" */
   netns: number | null;
+  /** seconds the kernel states (blocked for more than N seconds, stuck for Ns) */
   seconds: number | null;
 }
 

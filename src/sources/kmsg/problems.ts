@@ -40,7 +40,7 @@ import { setImmediate as yieldNow } from 'node:timers/promises';
 import type { Severity } from '../../model/triage.js';
 import type { KmsgRecord } from './parse.js';
 import { containsInOrder } from '../../util/phrases.js';
-import { named, parseCpuLine } from './named.js';
+import { named, parseCpuLine, type Named } from './named.js';
 
 /**
  * A phrase a record contains: a literal; literals in this order with anything
@@ -186,7 +186,7 @@ export const KERNEL_PROBLEM_LIMITS = {
 } as const;
 
 /** One matched record, with what it names. */
-export interface KernelProblem {
+export interface KernelProblem extends Named {
   id: string;
   seq: number;
   /** µs since boot */
@@ -194,15 +194,6 @@ export interface KernelProblem {
   level: number;
   /** the record's text, cut at excerptChars */
   text: string;
-  /** the task the kernel names (thread id, in the host's pid namespace) */
-  pid: number | null;
-  comm: string | null;
-  /** block device or filesystem the record names */
-  device: string | null;
-  /** "nf_conntrack: table full in netns <n>" */
-  netns: number | null;
-  /** seconds the kernel states (blocked for more than N seconds, stuck for Ns) */
-  seconds: number | null;
   /** set taint letters from the report's "Tainted:" (e.g. "DL"), "" for "Not tainted", null when not printed */
   taint: string | null;
   /** following records that belong to the report and were used (the CPU/PID/Comm line) */
