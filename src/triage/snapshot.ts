@@ -64,6 +64,8 @@ export interface TriageSnapshot {
 export interface TriageSources {
   nodeName: string;
   criEndpoint: string | null;
+  /** --cri-timeout: the runtime's deadlines grow with it (criDeadlines) */
+  criTimeoutMs?: number;
   runtime(): Promise<RuntimeInfo>;
   pods(): Promise<PodSandbox[]>;
   containers(): Promise<ContainerRow[]>;
@@ -87,7 +89,7 @@ export interface TriageSources {
   facts?(signal: AbortSignal, warnings: string[]): Promise<NodeFacts>;
 }
 
-/** Per-source deadlines (ms); throttling gets its window on top. */
+/** Per-source deadlines (ms) at the default --cri-timeout (2 s); throttling gets its window on top. */
 export const SOURCE_DEADLINES = {
   runtime: 5000,
   pods: 5000,
@@ -113,6 +115,20 @@ function prefixed(key: string, list: readonly string[]): string[] {
   return out;
 }
 
+/**
+ * The runtime's deadlines for a --cri-timeout: each CRI call may take that long, so
+ * Version + Status (in parallel) and ListPodSandbox get 2.5 of it, ListContainers and
+ * the ContainerStatus rounds after it 4; never less than SOURCE_DEADLINES. A slow node
+ * whose operator allowed 10 s per call is not told its runtime does not answer at 5 s.
+ */
+export function criDeadlines(criTimeoutMs: number): Record<'runtime' | 'pods' | 'containers', number> {
+  return {
+    runtime: Math.max(SOURCE_DEADLINES.runtime, Math.round(2.5 * criTimeoutMs)),
+    pods: Math.max(SOURCE_DEADLINES.pods, Math.round(2.5 * criTimeoutMs)),
+    containers: Math.max(SOURCE_DEADLINES.containers, 4 * criTimeoutMs),
+  };
+}
+
 export interface GatherOptions {
   windowMs: number;
   now?: number;
@@ -121,7 +137,7 @@ export interface GatherOptions {
 
 export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): Promise<TriageSnapshot> {
   const nowMs = opts.now ?? Date.now();
-  const d = { ...SOURCE_DEADLINES, ...opts.deadlines };
+  const d = { ...SOURCE_DEADLINES, ...(src.criTimeoutMs ? criDeadlines(src.criTimeoutMs) : {}), ...opts.deadlines };
   const sinceUs = (nowMs - THRESHOLDS.journalWindowMinutes * 60_000) * 1000;
   // the one ring read of this snapshot; it is let go (its signal aborted) once every reader has answered or is late
   const ringDone = new AbortController();

@@ -14,6 +14,7 @@ export function triageSources(s: Sources): TriageSources {
   return {
     nodeName: s.config.nodeName,
     criEndpoint: s.config.criEndpoint,
+    criTimeoutMs: s.config.criTimeoutMs,
     async runtime() {
       if (!s.cri) throw noCriSocket(s.config.hostRoot);
       const [version, status] = await Promise.all([s.cri.version(), s.cri.status(true)]);

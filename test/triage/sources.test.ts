@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { buildReport } from '../../src/triage/report.js';
-import { gatherSnapshot, type TriageSources } from '../../src/triage/snapshot.js';
+import { criDeadlines, gatherSnapshot, SOURCE_DEADLINES, type TriageSources } from '../../src/triage/snapshot.js';
 import { triageSources } from '../../src/triage/sources.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { healthySnapshot } from '../fixtures/triage-snapshot.js';
@@ -82,4 +82,16 @@ t.test('a runtime that does not answer within the snapshot deadline is runtime-n
   late.runtime = () => new Promise(() => {});
   const r = buildReport(await gatherSnapshot(late, { windowMs: 0, deadlines: { runtime: 20, facts: 20 } }));
   t.match(r.findings.filter((f) => f.id.startsWith('runtime-')), [{ id: 'runtime-not-answering', severity: 'critical', detail: 'runtime did not answer within 20 ms' }]);
+});
+
+t.test("the runtime's deadlines follow --cri-timeout, never below the defaults", async (t) => {
+  t.same(criDeadlines(2000), { runtime: SOURCE_DEADLINES.runtime, pods: SOURCE_DEADLINES.pods, containers: SOURCE_DEADLINES.containers }, 'the default --cri-timeout keeps the defaults');
+  t.same(criDeadlines(10_000), { runtime: 25_000, pods: 25_000, containers: 40_000 });
+  t.same(criDeadlines(1), criDeadlines(2000), 'a short --cri-timeout does not shorten them');
+  // through the snapshot: a runtime that never answers is given the deadline its --cri-timeout earns
+  const late = sources();
+  late.criTimeoutMs = 2100;
+  late.runtime = () => new Promise(() => {});
+  const s = await gatherSnapshot(late, { windowMs: 0, deadlines: { facts: 20 } });
+  t.match(s.runtime, { ok: false, timedOut: true, error: `runtime did not answer within ${criDeadlines(2100).runtime} ms` });
 });
