@@ -72,6 +72,20 @@ export class NodeVm {
   nodePort = 0;
   /** set before boot(): the FAKE API server's loopback port the guest's API address leads to */
   apiServerPort = 0;
+  /**
+   * Set before boot(), optional: host files given to the guest as read-only raw virtio
+   * disks, in order /dev/vdb, /dev/vdc, … (the root disk is /dev/vda). A tar file is
+   * readable as such a device: the agent image's archive reaches containerd this way many
+   * times faster than through 9p.
+   */
+  readonlyDrives: string[] = [];
+  /**
+   * Set before boot(), optional: qemu's cache mode for the overlay disk. Unset, qemu's
+   * default (writeback, the guest's flushes honoured). `unsafe` ignores the guest's
+   * flushes: containerd fsyncs every blob and snapshot it writes, and the overlay is
+   * deleted after the run anyway.
+   */
+  overlayCache: string | undefined;
   private pid: number | undefined;
   private seq = 0;
   /** set when a command outlived its timeout: the guest stopped answering, send no more */
@@ -122,7 +136,8 @@ export class NodeVm {
       '-initrd', this.image.initrd,
       // sysrq_always_enabled: a stuck guest can be asked for its blocked tasks (stuckDump)
       '-append', 'console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0 sysrq_always_enabled',
-      '-drive', `file=${overlay},if=virtio,format=qcow2`,
+      '-drive', `file=${overlay},if=virtio,format=qcow2${this.overlayCache ? `,cache=${this.overlayCache}` : ''}`,
+      ...this.readonlyDrives.flatMap((f) => ['-drive', `file=${f},format=raw,if=virtio,readonly=on`]),
       '-netdev', `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${this.hostPort}-:${GUEST_RELAY_PORT},hostfwd=tcp:127.0.0.1:${this.nodePort}-:${GUEST_NODE_PORT}${guestfwd}`,
       '-device', 'virtio-net-pci,netdev=net0',
       '-virtfs', `local,path=${projectRoot},mount_tag=project,security_model=none,readonly=on,id=project`,
