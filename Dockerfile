@@ -63,10 +63,17 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./
 COPY proto ./proto
+# Node's compile cache (issue 12): V8's compiled code of the modules `serve` loads before
+# it listens, made here once by importing them, so a start reads it instead of compiling
+# fastify, zod, grpc-js, pino and dist/ again (bench/RESULTS.md, "Issue 12: start-up").
+# Node reads it on a read-only root filesystem too (it only skips writing); an entry made
+# for other source text or by another Node is ignored, never used.
+ENV NODE_COMPILE_CACHE=/app/.compile-cache
 # `nodetruth` on PATH: kubectl debug ... -- nodetruth serve runs it as the command.
 RUN chmod 0755 dist/cli.js \
  && ln -s /app/dist/cli.js /usr/local/bin/nodetruth \
- && nodetruth version
+ && nodetruth version \
+ && node -e "Promise.all(['server/app.js','sources/index.js','agent.js','config.js'].map((m) => import('/app/dist/' + m)))"
 
 LABEL org.opencontainers.image.title="nodetruth" \
       org.opencontainers.image.description="Read-only agent that tells what a Kubernetes node is really doing: CRI runtime, cgroup v2, /proc, journal, kernel log." \
