@@ -7,10 +7,10 @@
  *   plain                — `node dist/cli.js serve`
  *   compile-cache        — NODE_COMPILE_CACHE=<dir warmed as the Dockerfile warms it: the
  *                          server modules imported once, no start>
- *   compile-cache-start  — NODE_COMPILE_CACHE=<dir warmed by one whole start and stop>
- *   deploy-flags         — the V8 flags deploy/ sets in NODE_OPTIONS, without and with the
- *                          first cache (the last build only: V8 rejects a cache made under
- *                          other flags that change code generation)
+ *   deploy-flags         — the V8 flags of deploy/debug-profile.yaml's NODE_OPTIONS, without
+ *                          and with that cache (the heap-size flags do not invalidate it)
+ *   compile-cache-start  — NODE_COMPILE_CACHE=<dir warmed by one whole start and stop> (the
+ *                          last build only: is warming by import enough?)
  * beside a bare `node -e ""`. A before/after comparison builds the "before" tree elsewhere
  * (git archive REV | tar -x -C DIR; ln -s $PWD/node_modules DIR; (cd DIR && npx tsc -p
  * tsconfig.build.json)) and names both:
@@ -83,8 +83,13 @@ try {
     execFileSync(process.execPath, ['-e', `Promise.all(${JSON.stringify(WARM_MODULES.map((m) => path.join(b.root, 'dist', m)))}.map((f) => import(f)))`], { env: { ...process.env, NODE_COMPILE_CACHE: byImport }, stdio: 'inherit' });
     const byStart = newCache();
     await start(b.root, [], { NODE_COMPILE_CACHE: byStart }, 0); // also warms the page cache, as for a pulled image
-    variants.push([`${b.label} plain`, b.root, [], {}], [`${b.label} compile-cache`, b.root, [], { NODE_COMPILE_CACHE: byImport }], [`${b.label} compile-cache-start`, b.root, [], { NODE_COMPILE_CACHE: byStart }]);
-    if (k === builds.length - 1) variants.push([`${b.label} deploy-flags`, b.root, DEPLOY_FLAGS, {}], [`${b.label} deploy-flags + compile-cache`, b.root, DEPLOY_FLAGS, { NODE_COMPILE_CACHE: byImport }]);
+    variants.push(
+      [`${b.label} plain`, b.root, [], {}],
+      [`${b.label} compile-cache`, b.root, [], { NODE_COMPILE_CACHE: byImport }],
+      [`${b.label} deploy-flags`, b.root, DEPLOY_FLAGS, {}],
+      [`${b.label} deploy-flags + compile-cache`, b.root, DEPLOY_FLAGS, { NODE_COMPILE_CACHE: byImport }],
+    );
+    if (k === builds.length - 1) variants.push([`${b.label} compile-cache-start`, b.root, [], { NODE_COMPILE_CACHE: byStart }]);
   }
   const r = new Map<string, { ms: number[]; cpu: number[]; rss: number[] }>(variants.map(([n]) => [n, { ms: [], cpu: [], rss: [] }]));
   const bare: number[] = [];
