@@ -335,8 +335,10 @@ t.test('every expression returns data in real Prometheus, with the runtime answe
   });
 
   const api = `http://127.0.0.1:${promPort}/api/v1`;
+  /** the evaluation time of the checks below (unset: now) */
+  let at: number | undefined;
   const query = async (q: string): Promise<{ ok: boolean; n: number; error?: string; labels: Record<string, string>[] }> => {
-    const r = await fetch(`${api}/query?query=${encodeURIComponent(q)}`);
+    const r = await fetch(`${api}/query?query=${encodeURIComponent(q)}${at === undefined ? '' : `&time=${at}`}`);
     const j = (await r.json()) as { status: string; error?: string; data?: { result: { metric: Record<string, string>; value: [number, string] }[] } };
     return j.status === 'success' ? { ok: true, n: j.data!.result.length, labels: j.data!.result.map((x) => x.metric) } : { ok: false, n: 0, error: j.error, labels: [] };
   };
@@ -356,6 +358,19 @@ t.test('every expression returns data in real Prometheus, with the runtime answe
     await new Promise((res) => setTimeout(res, 250));
   }
   t.ok(reprinted && step >= 8 && prom.exitCode === null, `prometheus scraped both agents (log: ${promLog.slice(0, 500)})`);
+  // Every check below is evaluated at one moment when the latest scrape of both targets
+  // succeeded. A scrape over its 1 s timeout (a loaded machine) marks all of that target's
+  // series stale until the next one: evaluated at "now", whichever expressions ran in that
+  // second came back empty.
+  const upRange = await fetch(`${api}/query?query=${encodeURIComponent('up[1m]')}`).then((r) => r.json() as Promise<{ data: { result: { values: [number, string][] }[] } }>);
+  const scrapes = upRange.data.result.map((x) => x.values);
+  const latestAtOrBefore = (vals: [number, string][], time: number) => vals.filter(([ts]) => ts <= time).at(-1);
+  at = scrapes
+    .flat()
+    .map(([ts]) => ts)
+    .sort((a, b) => b - a)
+    .find((time) => scrapes.length === 2 && scrapes.every((vals) => latestAtOrBefore(vals, time)?.[1] === '1'));
+  t.ok(at !== undefined, `a moment when the latest scrape of both targets succeeded (${JSON.stringify(scrapes)})`);
   const runtimeUp = await query('nodetruth_runtime_up');
   t.same(Object.fromEntries(runtimeUp.labels.map((l) => [l.node, 1])), { named: 1, unnamed: 1 }, 'both targets scraped');
   const unnamedWs = await query('container_memory_working_set_bytes{node="unnamed"}');
