@@ -74,7 +74,7 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
       const items = pods
         .filter((p) => (!q.namespace || p.namespace === q.namespace) && (!q.name || p.name.includes(q.name)))
         .filter((p) => (!q.state || p.state === q.state) && matchesLabels(p.labels, q.label))
-        .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
+        .sort(newestFirst);
       return { items };
     },
   );
@@ -120,7 +120,7 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
         .filter((c) => (!q.state || c.state === q.state) && (!q.pod || c.podId.startsWith(q.pod)))
         .filter((c) => (!q.name || c.name.includes(q.name)) && (!q.namespace || c.podNamespace === q.namespace))
         .filter((c) => (!q.podName || c.podName === q.podName) && matchesLabels(c.labels, q.label))
-        .sort((a, b) => (b.createdAt ?? '').localeCompare(a.createdAt ?? ''));
+        .sort(newestFirst);
       return { items, warnings: statusWarnings(items) };
     },
   );
@@ -199,6 +199,17 @@ async function podCgroups(cgroups: CgroupSource, uid: string) {
   } catch (err) {
     return { items: [], error: (err as Error).message, warnings: [] };
   }
+}
+
+/**
+ * Newest first by createdAt: the runtime's times are RFC 3339 in one fixed width (normalize.ts,
+ * nanoseconds, Z), so code-unit order is time order; localeCompare gave the same order through
+ * ICU at ~10x the cost, over every row of every request (3,000 rows in one stretch, issue 12).
+ */
+function newestFirst(a: { createdAt: string | null }, b: { createdAt: string | null }): number {
+  const x = a.createdAt ?? '';
+  const y = b.createdAt ?? '';
+  return x < y ? 1 : x > y ? -1 : 0;
 }
 
 const NOT_REPORTED = 'not reported by the runtime';
