@@ -14,6 +14,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const GUEST_PACKAGES = [
   'systemd', 'systemd-sysv', 'dbus', 'udev', 'kmod', 'containerd', 'runc', 'busybox-static',
   'iproute2', 'procps', 'linux-image-amd64', 'initramfs-tools', 'util-linux', 'socat',
+  // issue 15's failures (guest/faults.sh): nft makes the kernel track connections (and
+  // exempts the agent's relay), openssl makes an expired kubelet certificate
+  'nftables', 'openssl',
 ];
 
 /** Images imported into containerd's k8s.io namespace at boot (see guest/control.sh). */
@@ -106,6 +109,10 @@ export async function ensureImage(): Promise<GuestImage> {
       { timeoutMs: 20 * 60_000, logFile: buildLog },
     );
     const debootstrapMs = Date.now() - started;
+    // mmdebstrap only warns when it cannot unmount what it mounted ("umount /proc failed":
+    // something on the host had a file open in it): mkfs.ext4 -d would then copy a live
+    // /proc and fail, and the build directory could not be removed
+    await unmountUnder(rootDir);
 
     const boot = join(rootDir, 'boot');
     copyFileSync(pick(boot, 'vmlinuz-'), join(work, 'vmlinuz'));
@@ -137,6 +144,19 @@ export async function ensureImage(): Promise<GuestImage> {
     log(`guest image build failed; build log: ${buildLog}`);
     rmSync(rootDir, { recursive: true, force: true });
     throw err;
+  }
+}
+
+/** Lazily unmounts whatever is still mounted under `dir` (deepest first). */
+async function unmountUnder(dir: string): Promise<void> {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[4] ?? '')
+    .filter((m) => m.startsWith(dir + '/'))
+    .sort((a, b) => b.length - a.length);
+  for (const m of mounts) {
+    log(`unmounting ${m}, left mounted by mmdebstrap`);
+    await runOk('umount', ['-l', m], { timeoutMs: 30_000 });
   }
 }
 

@@ -124,6 +124,13 @@ interface Limits {
   /** millicores limit (cpu.max quota) */
   cpuLimitMilli?: number;
   memoryLimit?: number;
+  /** cgroup v2 files set as they are (LinuxContainerResources.unified), e.g. memory.high */
+  unified?: Record<string, string>;
+}
+
+interface HostMount {
+  containerPath: string;
+  hostPath: string;
 }
 
 interface Started {
@@ -133,7 +140,7 @@ interface Started {
   logPath: string;
 }
 
-async function createContainer(pod: Pod, name: string, attempt: number, command: string[], limits: Limits, env: Record<string, string> = {}): Promise<Started> {
+async function createContainer(pod: Pod, name: string, attempt: number, command: string[], limits: Limits, env: Record<string, string> = {}, mounts: HostMount[] = []): Promise<Started> {
   const resources: Obj = { oom_score_adj: pod.qos === 'guaranteed' ? -997 : pod.qos === 'besteffort' ? 1000 : 936 };
   // kubelet: shares = requests * 1024 / 1000 (minimum 2); quota = limit * period / 1000
   resources.cpu_shares = String(limits.cpuRequestMilli ? Math.max(2, Math.floor((limits.cpuRequestMilli * 1024) / 1000)) : 2);
@@ -142,6 +149,7 @@ async function createContainer(pod: Pod, name: string, attempt: number, command:
     resources.cpu_quota = String(Math.floor((limits.cpuLimitMilli * 100000) / 1000));
   }
   if (limits.memoryLimit) resources.memory_limit_in_bytes = String(limits.memoryLimit);
+  if (limits.unified) resources.unified = limits.unified;
   const logPath = `${name}/${attempt}.log`;
   mkdirSync(join(pod.logDirectory, name), { recursive: true, mode: 0o755 });
   const config: Obj = {
@@ -163,6 +171,8 @@ async function createContainer(pod: Pod, name: string, attempt: number, command:
       'io.kubernetes.pod.terminationGracePeriod': '30',
     },
     log_path: logPath,
+    // a hostPath volume, as kubelet passes it (private propagation)
+    mounts: mounts.map((m) => ({ container_path: m.containerPath, host_path: m.hostPath, readonly: false })),
     linux: {
       resources,
       security_context: { namespace_options: namespaceOptions },
@@ -274,6 +284,46 @@ async function setup(): Promise<Obj> {
   const hog = await createContainer(oomPod, 'hog', 0, ['dd', 'if=/dev/zero', 'of=/dev/null', 'bs=64M'], { cpuRequestMilli: 100, memoryLimit: 32 * MiB });
   const hs = await waitState(hog.id, 'CONTAINER_EXITED', 60_000);
   containers.hog = { ...hog, exitCode: hs.exit_code, reason: hs.reason };
+
+  // Issue 15's failures, made for real at scenario time (run.ts, guest/faults.sh):
+  // 5. writers on a hostPath volume (a loop-mounted ext4 that faults.sh loopfs made and the
+  //    scenario freezes): four subshells append a line every half second, so each blocks in
+  //    D state at its next write once the file system is frozen
+  const writerPod = await runPod('frozen-writer', 'besteffort');
+  pods['frozen-writer'] = podOut(writerPod);
+  const writer = await createContainer(
+    writerPod,
+    'writer',
+    0,
+    ['sh', '-c', 'for i in 1 2 3 4; do (while :; do echo "$i" >> /data/w$i; sleep 0.5; done) & done; wait'],
+    {},
+    {},
+    [{ containerPath: '/data', hostPath: '/var/lib/e2e-freeze' }],
+  );
+  await waitState(writer.id, 'CONTAINER_RUNNING', 30_000);
+  containers.writer = { ...writer, pid: await mainPid(writer.id) };
+
+  // 6. zombies: PID 1 starts 12 children and execs into sleep, which never waits for them
+  const zombiePod = await runPod('zombies', 'besteffort');
+  pods.zombies = podOut(zombiePod);
+  const parent = await createContainer(zombiePod, 'parent', 0, ['sh', '-c', 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 1 & done; exec sleep 2147483647'], {});
+  await waitState(parent.id, 'CONTAINER_RUNNING', 30_000);
+  containers.parent = { ...parent, pid: await mainPid(parent.id) };
+
+  // 7. memory.high: dd after dd faulting in a 24 MiB buffer under memory.high 8 MiB
+  //    (memory.max 64 MiB, no swap, so nothing can be reclaimed): each charge past high
+  //    counts in memory.events "high" and the kernel makes dd sleep (up to 2 s) before it
+  //    returns to user space; never an OOM kill. A new dd each time keeps "high" growing
+  //    and costs little CPU (a held buffer would be charged once, then copied freely).
+  const highPod = await runPod('memory-high', 'burstable');
+  pods['memory-high'] = podOut(highPod);
+  const highHog = await createContainer(highPod, 'hog', 0, ['sh', '-c', 'while :; do dd if=/dev/zero of=/dev/null bs=24M count=4 2>/dev/null; done'], {
+    cpuRequestMilli: 100,
+    memoryLimit: 64 * MiB,
+    unified: { 'memory.high': String(8 * MiB) },
+  });
+  await waitState(highHog.id, 'CONTAINER_RUNNING', 30_000);
+  containers.highHog = { ...highHog, pid: await mainPid(highHog.id) };
 
   out.ms = Date.now() - t0;
   return out;

@@ -1,0 +1,151 @@
+#!/bin/sh
+# Node failures made for real in the guest (issue 15), one subcommand each, run by the
+# host through the command channel (run.ts). Read from the project share at run time, so
+# editing this file does not rebuild the guest image. Every "make" has its "undo"; the
+# host runs the undo in a finally, so a failed scenario leaves no frozen filesystem or
+# full conntrack table behind for the ones after it.
+#
+#   loopfs            a 32 MiB ext4 file system, loop-mounted at /var/lib/e2e-freeze
+#                     (before the CRI driver's setup: the frozen-writer pod mounts it)
+#   freeze SECS       kernel.hung_task_timeout_secs=SECS, then fsfreeze the loop fs
+#   thaw              fsfreeze -u, the hung-task timeout back to what it was
+#   conntrack-fill MAX  track connections (nft), except the agent's relay ports 7070/7071
+#                     (notrack: the host still reaches the agent); nf_conntrack_max=MAX;
+#                     then guest/conntrack-fill.ts holds connections until the table is full
+#   conntrack-undo    stop the filler, nf_conntrack_max back, the nft table removed
+#   cert-expired      an expired kubelet client certificate (and its key, as kubelet keeps
+#                     them) at /var/lib/kubelet/pki/kubelet-client-current.pem
+#   kmsg              every record in the kernel's ring buffer, as /dev/kmsg gives them,
+#                     to /share/kmsg.txt; `uname -r` and `uname -v` to /share/uname.txt
+set -eu
+S=/share
+FREEZE=/var/lib/e2e-freeze
+NODE=/nodetruth/node_modules/node/bin/node
+
+case "${1:-}" in
+loopfs)
+  mkdir -p "$FREEZE"
+  truncate -s 32M /var/lib/e2e-freeze.img
+  mkfs.ext4 -q -F -L e2e-freeze /var/lib/e2e-freeze.img
+  mount -o loop /var/lib/e2e-freeze.img "$FREEZE"
+  findmnt -n -o SOURCE,TARGET,FSTYPE "$FREEZE"
+  ;;
+freeze)
+  secs=${2:?freeze needs the hung-task timeout in seconds}
+  cat /proc/sys/kernel/hung_task_timeout_secs > "$S/hung_task_timeout_secs.orig"
+  # a fresh budget of reports (each report spends one; the default is 10 a boot)
+  echo 10 > /proc/sys/kernel/hung_task_warnings
+  echo "$secs" > /proc/sys/kernel/hung_task_timeout_secs
+  fsfreeze -f "$FREEZE"
+  echo "frozen $FREEZE; hung_task_timeout_secs $secs (was $(cat "$S/hung_task_timeout_secs.orig"))"
+  ;;
+thaw)
+  fsfreeze -u "$FREEZE" 2>&1 || true # not frozen (freeze failed): nothing to undo
+  if [ -f "$S/hung_task_timeout_secs.orig" ]; then cat "$S/hung_task_timeout_secs.orig" > /proc/sys/kernel/hung_task_timeout_secs; fi
+  echo "thawed; hung_task_timeout_secs $(cat /proc/sys/kernel/hung_task_timeout_secs)"
+  ;;
+conntrack-fill)
+  max=${2:?conntrack-fill needs nf_conntrack_max}
+  modprobe nf_conntrack
+  cat /proc/sys/net/netfilter/nf_conntrack_max > "$S/nf_conntrack_max.orig"
+  # A rule that uses conntrack makes the kernel track this netns (nft_ct registers the
+  # hooks); the relay (slirp -> 10.0.2.15:7071, socat -> 127.0.0.1:7070) is not tracked,
+  # so the host's requests still get through while the table is full.
+  nft -f - <<'NFT'
+table inet e2e_conntrack {
+  chain raw_pre {
+    type filter hook prerouting priority raw; policy accept;
+    tcp dport { 7070, 7071 } notrack
+    tcp sport { 7070, 7071 } notrack
+  }
+  chain raw_out {
+    type filter hook output priority raw; policy accept;
+    tcp dport { 7070, 7071 } notrack
+    tcp sport { 7070, 7071 } notrack
+  }
+  chain input {
+    type filter hook input priority filter; policy accept;
+    ct state new counter
+  }
+}
+NFT
+  echo "$max" > /proc/sys/net/netfilter/nf_conntrack_max
+  rm -f "$S/conntrack-fill.json"
+  systemctl reset-failed e2e-conntrack-fill.service 2>/dev/null || true
+  systemd-run --unit=e2e-conntrack-fill --collect -p RuntimeMaxSec=300 \
+    "$NODE" /nodetruth/test/e2e-host/guest/conntrack-fill.ts "$((max + 40))" "$S/conntrack-fill.json"
+  i=0
+  until [ -s "$S/conntrack-fill.json" ]; do
+    i=$((i + 1))
+    [ "$i" -lt 600 ] || { echo "the filler wrote nothing in 60 s"; systemctl status e2e-conntrack-fill --no-pager || true; exit 1; }
+    sleep 0.1
+  done
+  cat "$S/conntrack-fill.json"
+  echo "count $(cat /proc/sys/net/netfilter/nf_conntrack_count) max $(cat /proc/sys/net/netfilter/nf_conntrack_max)"
+  ;;
+conntrack-undo)
+  systemctl stop e2e-conntrack-fill.service 2>/dev/null || true
+  if [ -f "$S/nf_conntrack_max.orig" ]; then cat "$S/nf_conntrack_max.orig" > /proc/sys/net/netfilter/nf_conntrack_max; fi
+  nft delete table inet e2e_conntrack 2>/dev/null || true
+  echo "nf_conntrack_max $(cat /proc/sys/net/netfilter/nf_conntrack_max 2>/dev/null || echo absent)"
+  ;;
+cert-expired)
+  # openssl 3.0 has no -not_after and `x509 -days` cannot be negative: `openssl ca` takes
+  # any -startdate/-enddate, so the certificate is made by a throwaway CA that signs itself.
+  d=$(mktemp -d)
+  cd "$d"
+  mkdir newcerts
+  : > index.txt
+  echo 01 > serial
+  cat > ca.cnf <<'CNF'
+[ca]
+default_ca = e2e
+[e2e]
+dir = .
+database = ./index.txt
+new_certs_dir = ./newcerts
+serial = ./serial
+default_md = sha256
+policy = any
+preserve = yes
+email_in_dn = no
+unique_subject = no
+[any]
+organizationName = optional
+commonName = supplied
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+O = system:nodes
+CN = system:node:node1
+CNF
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout key.pem -out req.pem -config ca.cnf 2>&1
+  openssl ca -batch -notext -config ca.cnf -selfsign -keyfile key.pem -in req.pem \
+    -startdate 20250101000000Z -enddate 20250401000000Z -out cert.pem 2>&1
+  mkdir -p /var/lib/kubelet/pki
+  # as kubelet keeps it: the dated file of the last rotation (certificate, then key) and the link
+  cat cert.pem key.pem > /var/lib/kubelet/pki/kubelet-client-2025-01-01-00-00-00.pem
+  chmod 600 /var/lib/kubelet/pki/kubelet-client-2025-01-01-00-00-00.pem
+  ln -sfn kubelet-client-2025-01-01-00-00-00.pem /var/lib/kubelet/pki/kubelet-client-current.pem
+  openssl x509 -in cert.pem -noout -subject -enddate
+  # the key's base64 body, for the host to check that no answer carries it
+  sed -n '2p' key.pem > "$S/kubelet-key-line.txt"
+  cd /
+  rm -rf "$d"
+  ;;
+cert-undo)
+  rm -f /var/lib/kubelet/pki/kubelet-client-current.pem /var/lib/kubelet/pki/kubelet-client-2025-01-01-00-00-00.pem
+  ;;
+kmsg)
+  echo "$(uname -r) $(uname -v)" > "$S/uname.txt"
+  # /dev/kmsg gives one record per read and then blocks for new ones: stop after 3 s
+  # (exit 124); a record overwritten while it is read ends cat early (EPIPE): the count says
+  timeout 3 cat /dev/kmsg > "$S/kmsg.txt" || true
+  echo "$(wc -l < "$S/kmsg.txt") records, kernel $(cat "$S/uname.txt")"
+  ;;
+*)
+  echo "usage: faults.sh loopfs | freeze SECS | thaw | conntrack-fill MAX | conntrack-undo | cert-expired | cert-undo | kmsg" >&2
+  exit 2
+  ;;
+esac
