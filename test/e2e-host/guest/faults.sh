@@ -15,11 +15,21 @@
 #   conntrack-undo    stop the filler, nf_conntrack_max back, the nft table removed
 #   cert-expired      an expired kubelet client certificate (and its key, as kubelet keeps
 #                     them) at /var/lib/kubelet/pki/kubelet-client-current.pem
+#   rofs              a 16 MiB ext4 loop-mounted errors=remount-ro at /var/lib/e2e-rofs, then
+#                     ext4's own error trigger (/sys/fs/ext4/<dev>/trigger_fs_error): the
+#                     kernel reports the error, aborts the journal and remounts it read-only
+#   rofs-undo         unmount it, the image removed
+#   ioerr             a null_blk disk (configfs) whose sectors 0-127 are bad blocks, read
+#                     direct and through the page cache: the block layer's I/O errors
+#   ioerr-undo        the disk powered off and removed, null_blk unloaded
+#   staging-taint     load (and unload) a staging driver with no hardware for it (rts5208):
+#                     the kernel taints itself C for the rest of the boot and says so
 #   kmsg              every record in the kernel's ring buffer, as /dev/kmsg gives them,
 #                     to /share/kmsg.txt; `uname -r` and `uname -v` to /share/uname.txt
 set -eu
 S=/share
 FREEZE=/var/lib/e2e-freeze
+ROFS=/var/lib/e2e-rofs
 NODE=/nodetruth/node_modules/node/bin/node
 
 case "${1:-}" in
@@ -137,6 +147,67 @@ CNF
 cert-undo)
   rm -f /var/lib/kubelet/pki/kubelet-client-current.pem /var/lib/kubelet/pki/kubelet-client-2025-01-01-00-00-00.pem
   ;;
+rofs)
+  mkdir -p "$ROFS"
+  truncate -s 16M /var/lib/e2e-rofs.img
+  mkfs.ext4 -q -F -L e2e-rofs /var/lib/e2e-rofs.img
+  mount -o loop,errors=remount-ro /var/lib/e2e-rofs.img "$ROFS"
+  dev=$(findmnt -n -o SOURCE "$ROFS")
+  dev=${dev#/dev/}
+  echo "$dev" > "$S/rofs-dev.txt"
+  echo written > "$ROFS/before"
+  sync
+  echo "mountinfo before: $(grep " $ROFS " /proc/self/mountinfo)"
+  # ext4_error() as the filesystem calls it on corrupt metadata (fs/ext4/sysfs.c trigger_test_error)
+  echo "e2e: error made by the harness" > "/sys/fs/ext4/$dev/trigger_fs_error"
+  # (the shell opens the file: its error, not echo's, says why)
+  if err=$( (echo again > "$ROFS/after") 2>&1); then echo "still writable after the error"; exit 1; fi
+  echo "write after the error: $err"
+  echo "mountinfo after: $(grep " $ROFS " /proc/self/mountinfo)"
+  ;;
+rofs-undo)
+  umount "$ROFS" 2>/dev/null || true
+  rm -f /var/lib/e2e-rofs.img
+  echo "unmounted $ROFS"
+  ;;
+ioerr)
+  modprobe null_blk nr_devices=0
+  mountpoint -q /sys/kernel/config || mount -t configfs none /sys/kernel/config
+  # the disk is named after its configfs item (6.1), not "nullb<index>"
+  d=/sys/kernel/config/nullb/nullb0
+  mkdir "$d"
+  echo 16 > "$d/size" # MiB
+  # 512-byte sectors 0-127 fail with BLK_STS_IOERR (null_blk's bad-block list); the partition
+  # scan at power-on reads sector 0 already
+  echo "+0-127" > "$d/badblocks"
+  echo 1 > "$d/power"
+  dev=/dev/nullb0
+  i=0
+  until [ -b "$dev" ]; do
+    i=$((i + 1))
+    [ "$i" -lt 100 ] || { echo "no $dev after 10 s"; exit 1; }
+    sleep 0.1
+  done
+  echo "${dev#/dev/}" > "$S/ioerr-dev.txt"
+  if dd if="$dev" of=/dev/null bs=4096 count=1 iflag=direct 2>&1; then echo "a direct read of $dev succeeded"; exit 1; fi
+  if dd if="$dev" of=/dev/null bs=4096 count=1 2>&1; then echo "a buffered read of $dev succeeded"; exit 1; fi
+  echo "reads of $dev failed"
+  ;;
+ioerr-undo)
+  d=/sys/kernel/config/nullb/nullb0
+  if [ -d "$d" ]; then
+    echo 0 > "$d/power" || true
+    rmdir "$d" || true
+  fi
+  rmmod null_blk 2>/dev/null || true
+  echo "null_blk: $(grep -c '^null_blk ' /proc/modules || true) loaded"
+  ;;
+staging-taint)
+  echo "tainted before: $(cat /proc/sys/kernel/tainted)"
+  modprobe rts5208
+  rmmod rts5208 || true
+  echo "tainted after: $(cat /proc/sys/kernel/tainted)"
+  ;;
 kmsg)
   echo "$(uname -r) $(uname -v)" > "$S/uname.txt"
   # /dev/kmsg gives one record per read and then blocks for new ones: stop after 3 s
@@ -145,7 +216,7 @@ kmsg)
   echo "$(wc -l < "$S/kmsg.txt") records, kernel $(cat "$S/uname.txt")"
   ;;
 *)
-  echo "usage: faults.sh loopfs | freeze SECS | thaw | conntrack-fill MAX | conntrack-undo | cert-expired | cert-undo | kmsg" >&2
+  echo "usage: faults.sh loopfs | freeze SECS | thaw | conntrack-fill MAX | conntrack-undo | cert-expired | cert-undo | rofs | rofs-undo | ioerr | ioerr-undo | staging-taint | kmsg" >&2
   exit 2
   ;;
 esac

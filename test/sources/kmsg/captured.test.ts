@@ -8,7 +8,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import { KernelProblemsSource } from '../../../src/sources/kmsg/kernel-problems.js';
 import { splitKmsgText } from '../../../src/sources/kmsg/parse.js';
@@ -21,10 +21,15 @@ import { SnapshotIndex } from '../../../src/triage/rules/index.js';
 import { healthySnapshot, NOW, ok } from '../../fixtures/triage-snapshot.js';
 import { KMSG_DIR } from '../../fixtures/kmsg/oom-reports.js';
 
-const captures = readdirSync(KMSG_DIR).filter((f) => /^captured-.+\.kmsg$/.test(f)).sort();
+const files = readdirSync(KMSG_DIR).sort();
+/** the whole-run captures (OOM, hung tasks, conntrack) */
+const captures = files.filter((f) => /^captured-.+\.kmsg$/.test(f) && !f.endsWith('-fs.kmsg'));
+/** the filesystem and disk captures (test/e2e-host's "filesystem and disk errors" scenario) */
+const fsCaptures = files.filter((f) => /^captured-.+-fs\.kmsg$/.test(f));
 
 t.test('there is a real capture', async (t) => {
   t.ok(captures.length >= 1, `captured-*.kmsg in ${KMSG_DIR}`);
+  t.ok(fsCaptures.length >= 1, `captured-*-fs.kmsg in ${KMSG_DIR}`);
 });
 
 for (const name of captures) {
@@ -42,14 +47,7 @@ for (const name of captures) {
     t.ok(Number.isInteger(hungSecs) && hungSecs > 0, `hung_task_timeout_secs in the header: ${hungSecs}`);
     t.ok(Number.isInteger(conntrackMax) && conntrackMax > 0, `nf_conntrack_max in the header: ${conntrackMax}`);
     t.ok(records.length > 50, `${records.length} records`);
-    const lines = text.split('\n').filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith(' '));
-    t.equal(records.length, lines.length, 'every record line parses');
-    for (let i = 1; i < records.length; i++) {
-      if (records[i]!.seq <= records[i - 1]!.seq || records[i]!.tsUsec < records[i - 1]!.tsUsec) {
-        t.fail(`record ${records[i]!.seq} does not follow ${records[i - 1]!.seq}`);
-        break;
-      }
-    }
+    checkRecords(t, text, records);
   });
 
   t.test(`${name}: the kernel problem table finds the hung tasks and the full conntrack table, and nothing else`, async (t) => {
@@ -119,5 +117,108 @@ for (const name of captures) {
     t.ok(where?.podUid && where.containerId, `task_memcg names a pod and a container: ${k.taskMemcg}`);
     t.equal(k.oomMemcg, k.taskMemcg, "the container's own limit");
     t.ok(k.evidence.firstSeq !== null && k.evidence.firstSeq <= k.evidence.lastSeq!, 'kmsg sequence numbers of the report');
+  });
+}
+
+/** records parse one a line, in sequence and time order */
+function checkRecords(t: Test, text: string, records: ReturnType<typeof splitKmsgText>): void {
+  const lines = text.split('\n').filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith(' '));
+  t.equal(records.length, lines.length, 'every record line parses');
+  for (let i = 1; i < records.length; i++) {
+    if (records[i]!.seq <= records[i - 1]!.seq || records[i]!.tsUsec < records[i - 1]!.tsUsec) {
+      t.fail(`record ${records[i]!.seq} does not follow ${records[i - 1]!.seq}`);
+      break;
+    }
+  }
+}
+
+// ext4 remounted read-only by its own error path and a disk returning I/O errors, as the
+// kernel printed them: a loop-mounted ext4 (errors=remount-ro) given ext4_error() through
+// /sys/fs/ext4/<dev>/trigger_fs_error, a null_blk disk with bad blocks, a staging driver
+// loaded (taint C). Everything else the kernel said around them (the mount, the partition
+// scan's complaints, jbd2, the staging warning, the unmount) must match no row.
+for (const name of fsCaptures) {
+  const file = path.join(KMSG_DIR, name);
+  const text = readFileSync(file, 'utf8');
+  const release = name.slice('captured-'.length, -'-fs.kmsg'.length);
+  const header = text.split('\n').filter((l) => l.startsWith('#')).join('\n');
+  const records = splitKmsgText(text);
+  const loop = /a 16 MiB ext4 on (loop\d+)/.exec(header)?.[1] ?? '';
+  const disk = /a null_blk disk (\S+) \(configfs\)/.exec(header)?.[1] ?? '';
+
+  t.test(`${name}: the capture is what its header says`, async (t) => {
+    t.match(header, new RegExp(`Linux ${release.replaceAll('.', '\\.')}\\b`), 'the header names the kernel of the file name');
+    t.match(loop, /^loop\d+$/, 'the header names the loop device');
+    t.match(disk, /^[a-z][\w-]*$/, 'the header names the null_blk disk');
+    t.ok(records.length > 10, `${records.length} records`);
+    checkRecords(t, text, records);
+    t.ok(records[0]!.text.startsWith(`EXT4-fs (${loop}): mounted filesystem`), 'it starts at the mount of the loop device');
+  });
+
+  t.test(`${name}: the kernel problem table finds the filesystem error, the read-only remount and the I/O errors, and nothing else`, async (t) => {
+    const s = await scanKernelProblems(records);
+    t.same(Object.keys(s.counts).sort(), ['kernel-fs-error', 'kernel-fs-read-only', 'kernel-io-error'], JSON.stringify(s.counts));
+    const of = (id: string) => s.problems.filter((p) => p.id === id);
+
+    const ro = of('kernel-fs-read-only');
+    t.ok(ro.length >= 1);
+    for (const p of ro) {
+      t.equal(p.text, `EXT4-fs (${loop}): Remounting filesystem read-only`, "ext4_msg's line, whole");
+      t.equal(p.level, 2, 'KERN_CRIT');
+      t.equal(p.device, loop);
+    }
+
+    const fe = of('kernel-fs-error');
+    // the trigger's ext4_error(), jbd2 aborting the journal, then the writes that meet the aborted journal
+    t.ok(fe.some((p) => new RegExp(`^EXT4-fs error \\(device ${loop}\\): trigger_test_error:\\d+: comm sh: e2e: error made by the harness$`).test(p.text)), 'the trigger\'s error');
+    t.ok(fe.some((p) => p.text === `Aborting journal on device ${loop}-8.`), 'jbd2 names the journal <dev>-<inode>');
+    for (const p of fe) {
+      t.match(p.text, new RegExp(`^(EXT4-fs error \\(device ${loop}\\)[ :]|Aborting journal on device ${loop}-8\\.$)`));
+      t.equal(p.device, loop, `${p.text}: the device`);
+    }
+
+    const io = of('kernel-io-error');
+    t.ok(io.some((p) => new RegExp(`^I/O error, dev ${disk}, sector 0 op 0x0:\\(READ\\) flags 0x\\w+ phys_seg 1 prio class \\d+$`).test(p.text)), 'blk_print_req_error');
+    t.ok(io.some((p) => p.text === `Buffer I/O error on dev ${disk}, logical block 0, async page read`), 'the page cache read (partition scan, buffered dd)');
+    for (const p of io) {
+      t.equal(p.device, disk, `${p.text}: the device`);
+      t.equal(p.level, 3, 'KERN_ERR');
+    }
+    // around them, matching nothing: the partition scan's own complaints, the staging warning
+    const none = (pred: (x: string) => boolean, what: string) => {
+      const r = records.filter((x) => pred(x.text));
+      t.ok(r.length >= 1, `the capture has ${what}`);
+      for (const x of r) t.notOk(s.problems.some((p) => p.seq === x.seq), `${x.text}: no row`);
+    };
+    none((x) => x.includes('unable to read partition table'), 'the partition scan giving up');
+    none((x) => x.includes('module is from the staging directory'), "the staging driver's warning (taint C)");
+  });
+
+  t.test(`${name}: the kernel rule's findings over the capture, one per device`, async (t) => {
+    const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-captured-fs-'));
+    t.teardown(() => rmSync(root, { recursive: true, force: true }));
+    const last = records[records.length - 1]!;
+    const bootUs = (NOW - 60_000) * 1000 - last.tsUsec;
+    const fs = new HostFs(root);
+    const problems = await new KernelProblemsSource(new KmsgReader(fs, file), fs, () => bootUs).read();
+    const snap = healthySnapshot();
+    snap.kernel = ok(problems);
+    const found = kernelRule.run(snap, new SnapshotIndex(snap));
+    t.same(found.map((f) => `${f.id} ${f.severity}: ${f.title}`).sort(), [
+      `kernel-fs-error warning: A filesystem reports errors on ${loop}`,
+      `kernel-fs-read-only critical: A filesystem was remounted read-only or shut down after errors on ${loop}`,
+      `kernel-io-error warning: A block device returns I/O errors on ${disk}`,
+    ]);
+    for (const f of found) {
+      t.notOk(f.subject, `${f.id}: a device, no pod`);
+      t.ok(f.evidence.length >= 1);
+      for (const e of f.evidence) {
+        t.equal(e.source, 'kmsg');
+        const r = records.find((x) => x.seq === e.seq);
+        t.ok(r && e.excerpt?.includes(r.text), `${f.id}: evidence seq ${e.seq} is a record of the capture, its text in the excerpt`);
+      }
+    }
+    const ro = found.find((f) => f.id === 'kernel-fs-read-only')!;
+    t.match(ro.detail, /^\d+ kernel records? this boot \(/, 'a read-only remount lasts: counted this boot');
   });
 }
