@@ -9,7 +9,7 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +19,7 @@ import { parse as parseYaml } from 'yaml';
 import { capturedRuntime } from '../fixtures/captured-runtime.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { realNode } from '../fixtures/node-tree.js';
+import { freePort } from '../helpers/agent-process.js';
 import { testApp } from '../helpers/app.js';
 import { FakeCriServer } from '../helpers/fake-cri.js';
 
@@ -278,13 +279,6 @@ function reprintOom(src: string, dst: string, offset: number): void {
   appendFileSync(dst, recs.join('\n') + '\n');
 }
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 t.test('every expression returns data in real Prometheus, with the runtime answering and without it', { skip: existsSync(PROMETHEUS) ? false : 'prometheus not installed (apt-get install prometheus)' }, async (t) => {
   const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-dash-prom-'));

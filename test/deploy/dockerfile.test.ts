@@ -10,12 +10,12 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { freePort } from '../helpers/agent-process.js';
 
 // tsc (~30 s) and a production `npm ci` from the registry (~20-60 s) take longer than
 // .taprc's 120 s per file on a loaded 2-core machine.
@@ -109,13 +109,6 @@ function healthcheckArgv(): string[] {
   return JSON.parse(hc.slice(hc.indexOf('CMD ') + 4)) as string[];
 }
 
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as net.AddressInfo;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 t.test('the stages\' commands work, and the entrypoint runs from the production install', async (t) => {
   const tmp = mkdtempSync(path.join(tmpdir(), 'nodetruth-image-'));

@@ -5,25 +5,19 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { capturedRuntime } from '../fixtures/captured-runtime.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { POD_UID, realNode } from '../fixtures/node-tree.js';
+import { freePort } from '../helpers/agent-process.js';
 import { testApp } from '../helpers/app.js';
 import { FakeCriServer } from '../helpers/fake-cri.js';
 
 const PROMETHEUS = '/usr/bin/prometheus';
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 if (!existsSync(PROMETHEUS)) {
   t.plan(0, 'skipped: prometheus not installed (apt-get install prometheus)');
