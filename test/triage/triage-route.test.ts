@@ -16,7 +16,7 @@ import t from 'tap';
 import { capturedRuntime } from '../fixtures/captured-runtime.js';
 import { exportEntry, JOURNAL_REMOTE, MACHINE_ID, writeJournal } from '../fixtures/journal/gen.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
-import { CAPTURED, containerCgroupPath, OOM_CHILD_ID, OOM_MAIN_ID, POD_UID, realNode, SPIN_ID } from '../fixtures/node-tree.js';
+import { CAPTURED, containerCgroupPath, cpuStat, OOM_CHILD_ID, OOM_MAIN_ID, POD_UID, realNode, SPIN_ID } from '../fixtures/node-tree.js';
 import { testApp } from '../helpers/app.js';
 import { FakeCriServer } from '../helpers/fake-cri.js';
 import { REPO } from '../helpers/agent-process.js';
@@ -88,8 +88,7 @@ t.test('GET /v1/triage: the findings this node shows, each with its evidence', a
   let tick = 0;
   const ticker = setInterval(() => {
     tick++;
-    const v = (name: string, base: number, per: number) => `${name} ${base + per * tick}`;
-    const text = [v('usage_usec', 1824308, 9659), v('user_usec', 1710795, 9653), v('system_usec', 113512, 6), v('nr_periods', 169, 1), v('nr_throttled', 168, 1), v('throttled_usec', 14961853, 89764), 'nr_bursts 0', 'burst_usec 0', ''].join('\n');
+    const text = cpuStat({ usage: 1824308 + 9659 * tick, periods: 169 + tick, throttled: 168 + tick, throttledUsec: 14961853 + 89764 * tick });
     writeFileSync(`${spinStat}.next`, text);
     renameSync(`${spinStat}.next`, spinStat);
   }, 100);
