@@ -5,7 +5,7 @@
  * Written once, over bytes: the reader (cgroups.ts) hands them the one read buffer
  * as it is (`b`, from `s` to `e`), so a scrape of 1,500 cgroups makes no string per
  * file, per line or per key; the string entry points below (parsePsi(text), ...)
- * are the same code over the text's UTF-8 bytes. Only the keys a record holds are
+ * are the same code over the text's UTF-8 bytes (the scanning itself is bytes.ts). Only the keys a record holds are
  * kept; every other line is still checked, so a malformed one is told (OnMalformed)
  * whichever key it carries.
  *
@@ -15,6 +15,7 @@
  * skipped and the rest kept.
  */
 import type { CpuMax, CpuStats, IoDeviceStat, Limit, MemoryEvents, MemoryStats, Psi, PsiLine } from '../../model/cgroup.js';
+import { type Bytes, decimalAt, intAt, isMax, type Keys, keys, lineAt, nextLine, orNull, scanFields, scanFlatKeyed, trimEnd, trimStart, type ValueAt, wordEnd } from './bytes.js';
 
 /**
  * Told once per file that a line or value of it was malformed and skipped;
@@ -22,140 +23,12 @@ import type { CpuMax, CpuStats, IoDeviceStat, Limit, MemoryEvents, MemoryStats, 
  */
 export type OnMalformed = () => void;
 
-type Bytes = Uint8Array;
-
-const SP = 0x20;
-const NL = 0x0a;
-const EQ = 0x3d;
-const DOT = 0x2e;
-const MINUS = 0x2d;
-const COLON = 0x3a;
-// space, \t \n \v \f \r
-const isWs = (c: number) => c === SP || (c >= 0x09 && c <= 0x0d);
-
-/** Below 16 digits the running sum is exact; above, Number() of the text rounds as JSON.parse would. */
-const EXACT_DIGITS = 15;
-
-/**
- * An integer `-?\d{1,20}` in b[s, e), NaN when it is not one (or beyond ±2^64).
- * NaN rather than null: the scanners keep their values in a Float64Array.
- */
-export function intAt(b: Bytes, s: number, e: number): number {
-  const neg = s < e && b[s] === MINUS;
-  const d0 = neg ? s + 1 : s;
-  const digits = e - d0;
-  if (digits < 1 || digits > 20) return NaN;
-  let n = 0;
-  for (let i = d0; i < e; i++) {
-    const d = b[i]! - 48;
-    if (d < 0 || d > 9) return NaN;
-    n = n * 10 + d;
-  }
-  if (digits > EXACT_DIGITS) {
-    n = Number(Buffer.from(b.buffer, b.byteOffset + d0, digits).toString('latin1'));
-    if (n > 2 ** 64) return NaN;
-  }
-  return neg ? -n : n;
-}
-
-const POW10 = [1, 10, 100, 1000, 10000];
-
-/**
- * A PSI average, `\d{1,10}(\.\d{1,4})?` (the kernel prints %lu.%02lu), NaN otherwise.
- * Integer over a power of ten: one correctly rounded division, the same double Number(text) gives.
- */
-function decimalAt(b: Bytes, s: number, e: number): number {
-  let n = 0;
-  let i = s;
-  for (; i < e && b[i] !== DOT; i++) {
-    const d = b[i]! - 48;
-    if (d < 0 || d > 9) return NaN;
-    n = n * 10 + d;
-  }
-  const intDigits = i - s;
-  if (intDigits < 1 || intDigits > 10) return NaN;
-  if (i === e) return n;
-  const frac = e - i - 1;
-  if (frac < 1 || frac > 4) return NaN;
-  for (i++; i < e; i++) {
-    const d = b[i]! - 48;
-    if (d < 0 || d > 9) return NaN;
-    n = n * 10 + d;
-  }
-  return n / POW10[frac]!;
-}
-
-const orNull = (v: number): number | null => (v === v ? v : null); // NaN -> null
-
-const trimStart = (b: Bytes, s: number, e: number) => {
-  while (s < e && isWs(b[s]!)) s++;
-  return s;
-};
-const trimEnd = (b: Bytes, s: number, e: number) => {
-  while (e > s && isWs(b[e - 1]!)) e--;
-  return e;
-};
-/** Scanned by hand, not indexOf: a search must never run past `e` (the rest of the buffer is another file's). */
-const lineEnd = (b: Bytes, s: number, e: number) => {
-  while (s < e && b[s] !== NL) s++;
-  return s;
-};
-
-/** The keys a scanner looks for, as bytes. */
-export type Keys = readonly Bytes[];
-export const keys = (...names: string[]): Keys => names.map((n) => Buffer.from(n, 'latin1'));
-
-function keyIndex(b: Bytes, s: number, e: number, ks: Keys): number {
-  const len = e - s;
-  for (let k = 0; k < ks.length; k++) {
-    const key = ks[k]!;
-    if (key.length !== len || key[0] !== b[s]) continue;
-    let i = 1;
-    while (i < len && key[i] === b[s + i]) i++;
-    if (i === len) return k;
-  }
-  return -1;
-}
-
-/**
- * Flat keyed, "key value" per line (memory.events, memory.stat, cpu.stat): the value
- * of each of `ks` into `out` (NaN where missing; the last line of a key wins). Every
- * line is checked, kept or not. Returns true when a line was malformed.
- */
-export function scanFlatKeyed(b: Bytes, s: number, e: number, ks: Keys, out: Float64Array): boolean {
-  out.fill(NaN, 0, ks.length);
-  let bad = false;
-  // one pass a line: the key up to the first space, the value to the newline
-  for (let i = s; i < e; i++) {
-    const ls = i;
-    while (i < e && b[i] !== SP && b[i] !== NL) i++;
-    const ke = i;
-    if (i === e || b[i] === NL) {
-      if (ke > ls) bad = true; // a line without a value; an empty line is nothing
-      continue;
-    }
-    i++;
-    while (i < e && b[i] !== NL && isWs(b[i]!)) i++; // never past the line
-    const vs = i;
-    while (i < e && b[i] !== NL) i++;
-    const v = ke > ls ? intAt(b, vs, trimEnd(b, vs, i)) : NaN;
-    if (v !== v) bad = true;
-    else {
-      const k = keyIndex(b, ls, ke, ks);
-      if (k >= 0) out[k] = v;
-    }
-  }
-  return bad;
-}
-
 /** A single number (memory.current, pids.current, cpu.weight); null when not a number. */
 export function singleAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): number | null {
   const v = intAt(b, trimStart(b, s, e), trimEnd(b, s, e));
   if (v !== v) onBad?.();
   return orNull(v);
 }
-
-const isMax = (b: Bytes, s: number, e: number) => e - s === 3 && b[s] === 0x6d && b[s + 1] === 0x61 && b[s + 2] === 0x78;
 
 /** A single limit: a number, or "max" meaning unlimited (memory.max, memory.high, memory.swap.max, pids.max). */
 export function limitAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): Limit | null {
@@ -168,11 +41,9 @@ export function limitAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): Li
 export function cpuMaxAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): CpuMax | null {
   const qs = trimStart(b, s, e);
   const end = trimEnd(b, qs, e);
-  let qe = qs;
-  while (qe < end && !isWs(b[qe]!)) qe++;
+  const qe = wordEnd(b, qs, end);
   const ps = trimStart(b, qe, end);
-  let pe = ps;
-  while (pe < end && !isWs(b[pe]!)) pe++;
+  const pe = wordEnd(b, ps, end);
   const periodUsec = pe === end && ps > qe ? intAt(b, ps, pe) : NaN;
   const quotaUsec: Limit = isMax(b, qs, qe) ? 'max' : intAt(b, qs, qe);
   if (!(periodUsec > 0) || quotaUsec !== quotaUsec) {
@@ -183,9 +54,14 @@ export function cpuMaxAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): C
 }
 
 const PSI_KEYS = keys('avg10', 'avg60', 'avg300', 'total');
+const PSI_VALUE: readonly ValueAt[] = [decimalAt, decimalAt, decimalAt, intAt];
 /** A PSI line has 4 fields; a kernel with more would have a few (a long run of them is junk). */
 const PSI_MAX_FIELDS = 8;
 const psiVals = new Float64Array(PSI_KEYS.length);
+
+/** 1 for "some", 2 for "full", 0 otherwise. */
+const psiKind = (b: Bytes, i: number, e: number) =>
+  e - i !== 4 ? 0 : b[i] === 0x73 && b[i + 1] === 0x6f && b[i + 2] === 0x6d && b[i + 3] === 0x65 ? 1 : b[i] === 0x66 && b[i + 1] === 0x75 && b[i + 2] === 0x6c && b[i + 3] === 0x6c ? 2 : 0;
 
 /**
  * PSI (cpu.pressure, memory.pressure, io.pressure, /proc/pressure/*):
@@ -197,32 +73,18 @@ export function psiAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): Psi 
   let some: PsiLine | null = null;
   let full: PsiLine | null = null;
   let bad = false;
-  for (let ls = s; ls < e; ) {
-    const raw = lineEnd(b, ls, e);
-    const le = trimEnd(b, ls, raw);
-    let i = trimStart(b, ls, le);
-    ls = raw + 1;
-    if (i === le) continue;
-    let we = i;
-    while (we < le && !isWs(b[we]!)) we++;
-    const kind = we - i === 4 ? (b[i] === 0x73 && b[i + 1] === 0x6f && b[i + 2] === 0x6d && b[i + 3] === 0x65 ? 1 : b[i] === 0x66 && b[i + 1] === 0x75 && b[i + 2] === 0x6c && b[i + 3] === 0x6c ? 2 : 0) : 0;
-    psiVals.fill(NaN);
-    let fields = 0;
-    for (i = trimStart(b, we, le); i < le && kind !== 0; i = trimStart(b, we, le)) {
-      if (++fields > PSI_MAX_FIELDS) break;
-      we = i;
-      while (we < le && !isWs(b[we]!)) we++;
-      let eq = i;
-      while (eq < we && b[eq] !== EQ) eq++;
-      const k = keyIndex(b, i, eq, PSI_KEYS);
-      // "avg10" without a value counts as a bad one, as a later "avg10=1" counts as the value
-      if (k >= 0) psiVals[k] = eq === we ? NaN : k === 3 ? intAt(b, eq + 1, we) : decimalAt(b, eq + 1, we);
+  for (const l = lineAt(s); nextLine(b, e, l); ) {
+    const kind = psiKind(b, l.start, l.word);
+    // "avg10" without a value counts as a bad one, as a later "avg10=1" counts as the value
+    if (kind === 0 || !scanFields(b, l.word, l.end, PSI_KEYS, PSI_VALUE, PSI_MAX_FIELDS, psiVals)) {
+      bad = true;
+      continue;
     }
     const avg10 = psiVals[0]!;
     const avg60 = psiVals[1]!;
     const avg300 = psiVals[2]!;
     const total = psiVals[3]!;
-    if (kind === 0 || fields > PSI_MAX_FIELDS || avg10 !== avg10 || avg60 !== avg60 || avg300 !== avg300 || !(total >= 0)) {
+    if (avg10 !== avg10 || avg60 !== avg60 || avg300 !== avg300 || !(total >= 0)) {
       bad = true;
       continue;
     }
@@ -237,7 +99,9 @@ export function psiAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): Psi 
 /** The keys of an io.stat line (a kernel with more, e.g. cost.* of iocost, has at most a dozen). */
 const IO_MAX_FIELDS = 16;
 const IO_KEYS = keys('rbytes', 'wbytes', 'rios', 'wios', 'dbytes', 'dios');
+const IO_VALUE: readonly ValueAt[] = IO_KEYS.map(() => intAt);
 const ioVals = new Float64Array(IO_KEYS.length);
+const COLON = 0x3a;
 
 /** The device of an io.stat line, major:minor, at most 10 digits each. */
 function isDevice(b: Bytes, s: number, e: number): boolean {
@@ -253,28 +117,10 @@ function isDevice(b: Bytes, s: number, e: number): boolean {
 export function ioStatAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): IoDeviceStat[] {
   const out: IoDeviceStat[] = [];
   let bad = false;
-  for (let ls = s; ls < e; ) {
-    const raw = lineEnd(b, ls, e);
-    const le = trimEnd(b, ls, raw);
-    const ds = trimStart(b, ls, le);
-    ls = raw + 1;
-    if (ds === le) continue;
-    let de = ds;
-    while (de < le && !isWs(b[de]!)) de++;
-    ioVals.fill(NaN);
-    let fields = 0;
-    for (let i = trimStart(b, de, le); i < le; ) {
-      // counted, not split: a 64 KiB line of `k=v ` must not become 10,000 strings
-      if (++fields > IO_MAX_FIELDS) break;
-      let we = i;
-      while (we < le && !isWs(b[we]!)) we++;
-      let eq = i;
-      while (eq < we && b[eq] !== EQ) eq++;
-      const k = keyIndex(b, i, eq, IO_KEYS);
-      if (k >= 0) ioVals[k] = eq === we ? NaN : intAt(b, eq + 1, we);
-      i = trimStart(b, we, le);
-    }
-    if (fields > IO_MAX_FIELDS || !isDevice(b, ds, de)) {
+  for (const l = lineAt(s); nextLine(b, e, l); ) {
+    const ds = l.start;
+    const de = l.word;
+    if (!scanFields(b, de, l.end, IO_KEYS, IO_VALUE, IO_MAX_FIELDS, ioVals) || !isDevice(b, ds, de)) {
       bad = true;
       continue;
     }
@@ -286,41 +132,50 @@ export function ioStatAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): I
   return out;
 }
 
-export const MEMORY_EVENTS_KEYS = keys('low', 'high', 'max', 'oom', 'oom_kill', 'oom_group_kill');
-/** The memory.stat keys a record holds (of ~40): anon, file, active_file, inactive_file, shmem. */
-export const MEMORY_STAT_KEYS = keys('anon', 'file', 'active_file', 'inactive_file', 'shmem');
-export const CPU_STAT_KEYS = keys('usage_usec', 'user_usec', 'system_usec', 'nr_periods', 'nr_throttled', 'throttled_usec', 'nr_bursts', 'burst_usec');
+/** The fields of a record that hold a counter (number, or null when unknown). */
+type CounterField<T> = { [K in keyof T]-?: T[K] extends number | null ? (null extends T[K] ? K : never) : never }[keyof T];
+
+/** A flat keyed file's keys, each with the record field it fills, as one table. */
+interface FlatTable<T> {
+  keys: Keys;
+  fields: readonly CounterField<T>[];
+}
+const flatTable = <T>(table: Record<string, CounterField<T>>): FlatTable<T> => ({ keys: keys(...Object.keys(table)), fields: Object.values(table) });
+
+const MEMORY_EVENTS = flatTable<MemoryEvents>({ low: 'low', high: 'high', max: 'max', oom: 'oom', oom_kill: 'oomKill', oom_group_kill: 'oomGroupKill' });
+/** The memory.stat keys a record holds (of ~40). */
+const MEMORY_STAT = flatTable<MemoryStats>({ anon: 'anon', file: 'file', active_file: 'activeFile', inactive_file: 'inactiveFile', shmem: 'shmem' });
+const CPU_STAT = flatTable<CpuStats>({
+  usage_usec: 'usageUsec',
+  user_usec: 'userUsec',
+  system_usec: 'systemUsec',
+  nr_periods: 'nrPeriods',
+  nr_throttled: 'nrThrottled',
+  throttled_usec: 'throttledUsec',
+  nr_bursts: 'nrBursts',
+  burst_usec: 'burstUsec',
+});
 const flatVals = new Float64Array(8);
 
-export function memoryEventsAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): MemoryEvents {
-  const v = flatVals;
-  if (scanFlatKeyed(b, s, e, MEMORY_EVENTS_KEYS, v)) onBad?.();
-  return { low: orNull(v[0]!), high: orNull(v[1]!), max: orNull(v[2]!), oom: orNull(v[3]!), oomKill: orNull(v[4]!), oomGroupKill: orNull(v[5]!) };
+/** The table's keys of b[s, e) into `into`'s fields (null where missing). */
+function flatInto<T>(into: T, table: FlatTable<T>, b: Bytes, s: number, e: number, onBad?: OnMalformed): T {
+  if (scanFlatKeyed(b, s, e, table.keys, flatVals)) onBad?.();
+  const record = into as Record<CounterField<T>, number | null>;
+  for (let k = 0; k < table.fields.length; k++) record[table.fields[k]!] = orNull(flatVals[k]!);
+  return into;
 }
+
+export const memoryEventsAt = (b: Bytes, s: number, e: number, onBad?: OnMalformed): MemoryEvents =>
+  flatInto({ low: null, high: null, max: null, oom: null, oomKill: null, oomGroupKill: null }, MEMORY_EVENTS, b, s, e, onBad);
 
 /** cpu.stat's keys into `cpu`; without the cpu controller it has only the usage keys. */
 export function cpuStatInto(cpu: CpuStats, b: Bytes, s: number, e: number, onBad?: OnMalformed): void {
-  const v = flatVals;
-  if (scanFlatKeyed(b, s, e, CPU_STAT_KEYS, v)) onBad?.();
-  cpu.usageUsec = orNull(v[0]!);
-  cpu.userUsec = orNull(v[1]!);
-  cpu.systemUsec = orNull(v[2]!);
-  cpu.nrPeriods = orNull(v[3]!);
-  cpu.nrThrottled = orNull(v[4]!);
-  cpu.throttledUsec = orNull(v[5]!);
-  cpu.nrBursts = orNull(v[6]!);
-  cpu.burstUsec = orNull(v[7]!);
+  flatInto(cpu, CPU_STAT, b, s, e, onBad);
 }
 
 /** memory.stat's keys into `m` (workingSet is the caller's, once memory.current is known too). */
 export function memoryStatInto(m: MemoryStats, b: Bytes, s: number, e: number, onBad?: OnMalformed): void {
-  const v = flatVals;
-  if (scanFlatKeyed(b, s, e, MEMORY_STAT_KEYS, v)) onBad?.();
-  m.anon = orNull(v[0]!);
-  m.file = orNull(v[1]!);
-  m.activeFile = orNull(v[2]!);
-  m.inactiveFile = orNull(v[3]!);
-  m.shmem = orNull(v[4]!);
+  flatInto(m, MEMORY_STAT, b, s, e, onBad);
 }
 
 /** Records in the order /v1/cgroups writes their keys (its JSON is part of the API). */
