@@ -11,8 +11,8 @@ import type { Dirent } from 'node:fs';
 import type { CgroupDriver, CgroupMode, CgroupStats, IoDeviceStat, KubeCgroup, PidsStats, Pressure, QosClass } from '../../model/cgroup.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { mapLimit } from '../../util/concurrency.js';
+import { nextTurn, Slice, SLICE_MS } from '../../util/turns.js';
 import { scanFilesInSync } from '../hostfs/read-sync.js';
 import { cpuMaxAt, cpuStatInto, emptyCpu, emptyMemory, ioStatAt, limitAt, memoryEventsAt, memoryStatInto, psiAt, singleAt, workingSet } from './parse.js';
 import { KUBEPODS_NAMES, normUid } from './kubepods-path.js';
@@ -289,11 +289,12 @@ export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<Cg
 
 /**
  * Cgroups read between two yields to the event loop, at most: 64 take ~10 ms on a loaded
- * 2-core machine (1,450 of them ~250 ms). Fewer when they take longer than YIELD_AFTER_MS
- * (a slow kernel, files full of junk: up to 17 x 64 KiB each), checked every 4.
+ * 2-core machine (1,450 of them ~250 ms). Fewer when they take longer than SLICE_MS (8 ms:
+ * a slow kernel, files full of junk: up to 17 x 64 KiB each), the clock read every 4. The
+ * yield is util/turns' nextTurn: with the reads of /v1/cgroups and of /metrics (other files)
+ * at once, their slices run in separate turns instead of piling up in one (issue 12).
  */
 const BATCH = 64;
-const YIELD_AFTER_MS = 20;
 
 /**
  * Read many cgroups, yielding to the event loop every few; vanished ones are dropped,
@@ -306,19 +307,16 @@ export async function readMany<C extends FoundCgroup>(
   batch = BATCH,
   only: readonly StatFile[] = FILES,
   warnings?: string[],
+  pause: () => Promise<unknown> = nextTurn,
 ): Promise<(C & { stats: CgroupStats })[]> {
   const out: (C & { stats: CgroupStats })[] = [];
   // malformed lines are skipped by the parsers and the rest kept; the files are named once per cgroup
   const malformed = new Set<string>();
   const onMalformed = warnings && ((f: string) => malformed.add(f));
-  let since = performance.now();
-  for (let i = 0, n = 0; i < cgroups.length; i++, n++) {
+  const slice = new Slice(batch, SLICE_MS, pause);
+  for (let i = 0; i < cgroups.length; i++) {
     // every `batch` cgroups, or sooner when they take long (files of 64 KiB of junk): the loop is never held long
-    if (n === batch || (n % 4 === 0 && performance.now() - since > YIELD_AFTER_MS)) {
-      await yieldToLoop();
-      since = performance.now();
-      n = 0;
-    }
+    if (slice.due()) await slice.pause();
     const c = cgroups[i]!;
     let stats: CgroupStats | null;
     try {

@@ -11,12 +11,12 @@ import type {
 } from '../../model/runtime.js';
 import { mapCriError } from './errors.js';
 import {
-  toContainer,
+  toContainers,
   toContainerStatus,
   toImage,
   toImageFsInfo,
-  toPodSandbox,
   toPodSandboxDetail,
+  toPodSandboxes,
   toRuntimeStatus,
 } from './normalize.js';
 import { criServices } from './proto.js';
@@ -91,7 +91,7 @@ export class CriClient {
 
   async listPodSandboxes(filter: PodSandboxFilter = {}): Promise<PodSandbox[]> {
     const res = await this.call<{ items: unknown[] }>(this.runtime, 'ListPodSandbox', { filter: wireFilter(filter) });
-    return res.items.map(toPodSandbox);
+    return toPodSandboxes(res.items);
   }
 
   async podSandboxStatus(id: string, verbose = true): Promise<PodSandboxDetail> {
@@ -100,7 +100,7 @@ export class CriClient {
 
   async listContainers(filter: ContainerFilter = {}): Promise<Container[]> {
     const res = await this.call<{ containers: unknown[] }>(this.runtime, 'ListContainers', { filter: wireFilter(filter) });
-    return res.containers.map(toContainer);
+    return toContainers(res.containers);
   }
 
   async containerStatus(id: string, verbose = false): Promise<ContainerStatus> {

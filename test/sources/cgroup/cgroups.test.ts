@@ -238,3 +238,30 @@ t.test('synthetic node: counts scale and ids are distinct', async (t) => {
     t.equal(recs.filter((r) => r.kind === 'container' && (r.stats.cpu.nrThrottled ?? 0) > 0).length, 15, 'pods 0,7,14,21,28 throttle their 3 containers');
   }
 });
+
+t.test('a long read yields between batches, and two reads at once take turns (issue 12)', async (t) => {
+  const node = tempHostRoot(syntheticNodeSpec({ pods: 30, containersPerPod: 3, driver: 'systemd' }));
+  t.teardown(node.cleanup);
+  const fs = new HostFs(node.root);
+  const all = await walkKubepods(fs);
+  t.equal(all.length, 150);
+  let pauses = 0;
+  const recs = await readMany(fs, all, 8, undefined, undefined, async () => pauses++);
+  t.equal(recs.length, 150);
+  t.ok(pauses >= Math.ceil(150 / 8) - 1, `${pauses} yields for 150 cgroups in batches of at most 8`);
+
+  // the real yield (util/turns' nextTurn): two reads at once, counted in turns of the loop
+  let turns = 0;
+  let on = true;
+  const tick = () => {
+    if (!on) return;
+    turns++;
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  const [a, b] = await Promise.all([readMany(fs, all, 8), readMany(fs, all, 8)]);
+  on = false;
+  t.equal(a.length + b.length, 300);
+  // each read yields >= 18 times; taking turns, their 36+ slices need as many turns of the loop
+  t.ok(turns >= 2 * (Math.ceil(150 / 8) - 1), `${turns} turns for two reads of 19 slices each`);
+});

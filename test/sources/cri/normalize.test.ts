@@ -3,7 +3,20 @@ import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { unavailableCause } from '../../../src/sources/cri/errors.js';
 import { resolvePrefix } from '../../../src/sources/cri/ids.js';
-import { cgroupDriverOf, MAX_INFO_JSON, nanosToRfc3339, parseInfo, toImage, toImageFsInfo, toRuntimeStatus } from '../../../src/sources/cri/normalize.js';
+import {
+  cgroupDriverOf,
+  LIST_SLICE,
+  MAX_INFO_JSON,
+  nanosToRfc3339,
+  parseInfo,
+  toContainer,
+  toContainers,
+  toImage,
+  toImageFsInfo,
+  toPodSandbox,
+  toPodSandboxes,
+  toRuntimeStatus,
+} from '../../../src/sources/cri/normalize.js';
 import { containerd21Config, containerd21Status } from '../../fixtures/cri/containerd-2.1-status.js';
 
 const capture = (name: string) => JSON.parse(readFileSync(new URL(`../../fixtures/cri/${name}`, import.meta.url), 'utf8'));
@@ -81,6 +94,40 @@ t.test('timestamps keep nanoseconds; 0 is unset', async (t) => {
   t.equal(nanosToRfc3339('1795973917000000001'), '2026-11-29T17:38:37.000000001Z');
   t.equal(nanosToRfc3339('0'), null);
   t.equal(nanosToRfc3339(undefined), null);
+  // the string fast path agrees with the BigInt one at its edges and on the rest
+  const viaBigInt = (s: string) => {
+    const n = BigInt(s);
+    return `${new Date(Number(n / 1_000_000_000n) * 1000).toISOString().slice(0, 19)}.${(n % 1_000_000_000n).toString().padStart(9, '0')}Z`;
+  };
+  for (const s of ['1000000000', '1999999999', '9223372036854775807', '1795973917000000000', '1700000000123456789', '5', '999999999']) t.equal(nanosToRfc3339(s), viaBigInt(s), s);
+  t.equal(nanosToRfc3339(1795973917), viaBigInt('1795973917'), 'a number takes the BigInt path');
+  t.equal(nanosToRfc3339('-5'), null);
+  t.equal(nanosToRfc3339('0001795973917905087686'), '2026-11-29T17:38:37.905087686Z', 'leading zeros: the BigInt path');
+});
+
+t.test('lists are normalized in slices: the same records as one map, a yield every LIST_SLICE items (issue 12)', async (t) => {
+  const wire = (i: number) => ({
+    id: `${i}`.padStart(64, 'c'),
+    podSandboxId: `${i >> 2}`.padStart(64, 'p'),
+    metadata: { name: `c${i % 4}`, attempt: '0' },
+    image: { image: 'sha256:abc', userSpecifiedImage: 'registry.example/app:1' },
+    imageRef: 'sha256:abc',
+    state: 'CONTAINER_RUNNING',
+    createdAt: `17959739${`${i}`.padStart(2, '0')}905087686`,
+    labels: { 'io.kubernetes.pod.name': `pod-${i >> 2}` },
+    annotations: { 'example.com/api-token': 'hunter2', 'io.kubernetes.container.restartCount': '0' },
+  });
+  const containers = Array.from({ length: 2 * LIST_SLICE + 1 }, (_, i) => wire(i));
+  let pauses = 0;
+  const out = await toContainers(containers, async () => pauses++);
+  t.same(out, containers.map(toContainer));
+  // one a LIST_SLICE items at least (more when a slice runs past util/turns' SLICE_MS on a slow machine)
+  t.ok(pauses >= 2, `${containers.length} containers: ${pauses + 1} slices`);
+  t.not(out[7]!.annotations['example.com/api-token'], 'hunter2', 'redacted as one by one');
+  const sandboxes = containers.slice(0, LIST_SLICE + 1).map((c) => ({ id: c.podSandboxId, metadata: { name: 'p', namespace: 'ns', uid: 'u', attempt: '1' }, state: 'SANDBOX_READY', createdAt: c.createdAt, labels: {}, annotations: {} }));
+  pauses = 0;
+  t.same(await toPodSandboxes(sandboxes, async () => pauses++), sandboxes.map(toPodSandbox));
+  t.ok(pauses >= 1);
 });
 
 t.test('info values that are not JSON stay text', async (t) => {
