@@ -9,20 +9,21 @@
  * in `cut`. stat, cgroup and wchan are read without taking the target's mmap_lock
  * (unlike cmdline, see ../proc/limiter.ts), so they do not block on the process's
  * memory map. Every stat is read synchronously (hostfs/read-sync.ts: procfs never waits
- * on a disk), 128 pids between yields: through libuv's pool the same walk cost ~0.4 s
+ * on a disk), 128 pids between yields at most (fewer past util/turns' SLICE_MS, each slice in its
+ * own turn of the loop): through libuv's pool the same walk cost ~0.4 s
  * of a 1,000-container node's scrape, most of it queueing behind other reads, for a
  * few milliseconds of syscalls. The few D/Z processes' cgroup and wchan stay async.
  * Only thread-group leaders are looked at: a D-state thread of a process whose
  * main thread sleeps normally is not seen (walking every task would cost a
  * multiple of this).
  */
-import { setImmediate as yieldLoop } from 'node:timers/promises';
 import type { ProcessStates, StuckByPod, StuckProcess } from '../../model/node.js';
 import { parseKubepodsPath } from '../cgroup/kubepods-path.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { readFilesInSync } from '../hostfs/read-sync.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import { parseProcStat } from '../proc/parse.js';
+import { nextTurn, SLICE_MS } from '../../util/turns.js';
 
 export const PROC_STATE_LIMITS = {
   /** pids whose stat is read per walk */
@@ -72,7 +73,10 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
   let next = 0;
   while (next < pids.length) {
     if (signal?.aborted || Date.now() - t0 > L.budgetMs) break;
+    const sliceFrom = performance.now();
     for (const stop = Math.min(pids.length, next + L.batch); next < stop; ) {
+      // fewer than `batch` when they take long: 128 stat reads held a loaded 2-core machine ~40 ms (issue 12)
+      if ((next & 7) === 0 && performance.now() - sliceFrom > SLICE_MS) break;
       const name = pids[next++]!;
       let text: string | null;
       try {
@@ -86,7 +90,7 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
       if (st.comm === 'kubelet' && (kubeletPid === null || st.pid < kubeletPid)) kubeletPid = st.pid;
       if (st.state === 'D' || st.state === 'Z') stuck.push({ pid: st.pid, comm: st.comm, state: st.state, ppid: st.ppid });
     }
-    await yieldLoop();
+    await nextTurn();
   }
   if (next < pids.length) cut = `stopped after ${scanned} of ${pids.length} processes: ${signal?.aborted ? 'the request ended' : `the walk's ${L.budgetMs} ms budget was spent`}`;
 
@@ -120,7 +124,7 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
       const w = wchan?.trim() ?? '';
       samples.push({ ...p, wchan: w && w !== '0' ? w.slice(0, 128) : null, cgroup, podUid, containerId });
     }
-    if (i % 64 === 0) await yieldLoop();
+    if (i % 64 === 0) await nextTurn();
   }
   return {
     states: {
