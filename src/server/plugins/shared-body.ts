@@ -85,6 +85,14 @@ export function installSharedBody(app: FastifyInstance): void {
   };
   app.addHook('preSerialization', async (req, reply, payload) => {
     if (payload === null || typeof payload !== 'object' || Buffer.isBuffer(payload)) return payload;
+    if (reply.raw.destroyed) {
+      // the client went away while its answer was made (an abort while it waited in the shed queue or
+      // on a flight): its response emitted 'close' already and never will again, so a rendering held
+      // for it would never be let go (it kept the answer, 2-6 MB of records, and its body for good,
+      // up to RENDERINGS_PER_URL per URL, URLs being the client's). Nothing will read the bytes.
+      reply.serializer(() => '');
+      return payload;
+    }
     const key = `${req.method} ${req.url}`;
     const list = renderings.get(key) ?? [];
     let r = list.find((x) => sameAnswer(x.payload, payload, SAME_DEPTH, { left: SAME_BUDGET }));
@@ -117,6 +125,7 @@ export function installSharedBody(app: FastifyInstance): void {
   // would hash every new scrape whole, in one stretch).
   app.addHook('onSend', async (_req, reply, payload) => {
     if (typeof payload !== 'string' || payload.length < SHARED_TEXT_MIN) return payload;
+    if (reply.raw.destroyed) return ''; // its client is gone: holding the text for it would keep it for good (above)
     let r = texts.find((x) => x.text === payload);
     if (!r) {
       const made: SharedText = { text: payload, body: textBuffer(payload), users: 0 };
