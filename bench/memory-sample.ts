@@ -2,17 +2,21 @@
  * What the agent's resident memory is made of, through a round of full-node requests and
  * a load: RSS beside V8's heap spaces, external memory and array buffers, as the agent's own
  * /metrics reports them (prom-client's nodejs_* defaults), sampled every second.
- * With NODETRUTH_BENCH_NODE_ARGS / NODETRUTH_BENCH_AGENT_ENV as bench/all.ts.
+ * With NODETRUTH_BENCH_NODE_ARGS / NODETRUTH_BENCH_AGENT_ENV as bench/all.ts (the environment was
+ * read by bench/all.ts only until issue 12's idle-memory work: figures from this script before that
+ * ran without the deploy's MALLOC_MMAP_THRESHOLD_). What the idle figure is made of, heap by
+ * constructor, after a full GC and malloc's share: bench/heap-idle.ts.
  *
  *   npx tsx bench/memory-sample.ts [containers=1000] [loadSeconds=15]
  */
 import autocannon from 'autocannon';
 import { rssBytes } from '../test/helpers/agent-process.js';
-import { fakeNodeAgent, mib, report } from './lib.js';
+import { agentEnvFromBenchEnv, fakeNodeAgent, mib, report } from './lib.js';
 
 const [containers = 1000, loadSeconds = 15] = process.argv.slice(2).map(Number);
 const nodeArgs = (process.env.NODETRUTH_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-const node = await fakeNodeAgent({ pods: Math.ceil(containers / 4), perPod: 4, journal: false, nodeArgs, agentFlags: ['--cri-timeout', '10s'] });
+const agentEnv = agentEnvFromBenchEnv();
+const node = await fakeNodeAgent({ pods: Math.ceil(containers / 4), perPod: 4, journal: false, nodeArgs, env: agentEnv, agentFlags: ['--cri-timeout', '10s'] });
 const url = node.agent.url;
 const read = async (phase: string) => {
   const text = await (await fetch(`${url}/metrics`)).text();
@@ -46,7 +50,7 @@ try {
   rows.push(await read('after load'));
   await new Promise((r) => setTimeout(r, 5000));
   rows.push(await read('5 s after load'));
-  report('memory-sample', `npx tsx bench/memory-sample.ts ${containers} ${loadSeconds}`, { nodeArgs, rows });
+  report('memory-sample', `npx tsx bench/memory-sample.ts ${containers} ${loadSeconds}`, { nodeArgs, agentEnv, rows });
 } finally {
   await node.stop();
 }
