@@ -1,7 +1,8 @@
 /**
  * RuntimeView (src/sources/cri/runtime-view.ts) over a real gRPC connection to the fake CRI
  * runtime: the rows of a large node are built in slices with a yield between them, counted
- * (issue 12: 3,000 rows resumed in one tick held the loop), and the same as built at once.
+ * (issue 12: 3,000 rows resumed in one tick held the loop), and the same as built at once; the
+ * callers of one flight resume one a turn of the event loop.
  */
 import t from 'tap';
 import { CriClient } from '../../../src/sources/cri/client.js';
@@ -42,4 +43,31 @@ t.test('one pod: its few rows in one slice, no yield', async (t) => {
   t.equal(rows.length, 4);
   t.ok(rows.every((r) => r.podId === podId));
   t.equal(pauses, 0);
+});
+
+t.test('the callers of one flight share its rows and resume one a turn, not all in the tick it settles', async (t) => {
+  const view = new RuntimeView(cri, new RuntimeIndexSource(cri, 5000));
+  const before = fake.calls.ListContainers ?? 0;
+  const log: string[] = [];
+  let on = true;
+  const tick = () => {
+    if (!on) return;
+    log.push('tick');
+    setImmediate(tick);
+  };
+  const all = Promise.all(
+    [1, 2, 3, 4, 5].map(async (i) => {
+      const rows = await view.containers();
+      log.push(`caller${i}`);
+      return rows;
+    }),
+  );
+  setImmediate(tick);
+  const got = await all;
+  on = false;
+  t.equal((fake.calls.ListContainers ?? 0) - before, 1, 'one ListContainers for five callers');
+  t.ok(got.every((rows) => rows === got[0]), 'the same rows');
+  const perTurn = log.join(' ').split('tick').map((s) => s.split(' ').filter((x) => x.startsWith('caller')).length);
+  t.equal(perTurn.reduce((a, b) => a + b, 0), 5);
+  t.ok(perTurn.every((n) => n <= 1), `at most ${Math.max(...perTurn)} caller resumed in one turn (${perTurn.length} turns)`);
 });
