@@ -51,11 +51,16 @@ t.test('answers and bodies of clients gone before their answer was made are not 
   const bodies: WeakRef<Buffer>[] = [];
   const waiting: (() => void)[] = [];
   const gate = () => new Promise<void>((resolve) => waiting.push(resolve));
+  /** the server's side of the latest request, to see when it has noticed its client's close */
+  let lastResponse: { destroyed: boolean } | null = null;
   let shared: Promise<object> | null = null;
   const app = Fastify();
   installProblemHandlers(app as never);
   installTextFormat(app as never);
   installSharedBody(app);
+  app.addHook('onRequest', async (_req, reply) => {
+    lastResponse = reply.raw;
+  });
   app.addHook('onSend', async (_req, _reply, payload) => {
     if (Buffer.isBuffer(payload)) bodies.push(new WeakRef(payload));
     return payload;
@@ -93,7 +98,8 @@ t.test('answers and bodies of clients gone before their answer was made are not 
     req.end();
     t.equal(await settle(1), 1, `${path}: the handler waits`);
     req.destroy();
-    await sleep(50); // the server sees the close before the answer is made
+    for (let i = 0; i < 400 && !lastResponse?.destroyed; i++) await sleep(5);
+    t.ok(lastResponse?.destroyed, `${path}: the server saw the client go before the answer was made`);
     waiting.shift()!();
     await sleep(50);
   };
