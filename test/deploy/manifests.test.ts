@@ -89,7 +89,7 @@ function checkMemory(t: Test, env: Obj[], r: Obj, what: string, measuredMiB: num
   // the young generation is three semi-spaces at most
   t.ok(oldMiB + 3 * semiMiB + NON_HEAP_MIB <= limitMiB, `${what}: heap caps + ${NON_HEAP_MIB} MiB outside the heap within the ${limitMiB} MiB limit`);
   t.ok(limitMiB >= measuredMiB, `${what}: the limit covers the measured ${measuredMiB} MiB`);
-  t.equal(env.find((e: Obj) => e.name === 'MALLOC_MMAP_THRESHOLD_')?.value, '131072', `${what}: big buffers returned to the system when freed`);
+  t.equal(env.find((e: Obj) => e.name === 'MALLOC_MMAP_THRESHOLD_')?.value, '32768', `${what}: big buffers returned to the system when freed`);
 }
 
 const matches = (selector: Obj, labels: Obj) => Object.entries(selector).every(([k, v]) => labels?.[k] === v);
