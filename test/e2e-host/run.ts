@@ -16,7 +16,7 @@ import { scanKernelProblems } from '../../src/sources/kmsg/problems.js';
 import { FINDINGS } from '../../src/triage/findings.js';
 import { ensureImage } from './image.js';
 import { NodeVm, projectRoot } from '../e2e/vm.js';
-import { GiveUp, log, runOk, tailFile, waitFor } from '../e2e/util.js';
+import { answer200, GiveUp, log, runOk, tailFile, waitFor } from '../e2e/util.js';
 
 // ---- what the driver reports (guest/cri-driver.ts setup) -----------------------------
 interface PodOut {
@@ -76,10 +76,8 @@ async function get(path: string, timeoutMs = 30_000): Promise<Reply> {
 }
 
 /** GET that must answer 200; the failure message carries the body. */
-async function get200(path: string, timeoutMs = 30_000): Promise<Reply> {
-  const r = await get(path, timeoutMs);
-  assert.equal(r.status, 200, `GET ${path} answered ${r.status} in ${r.ms} ms: ${r.text.slice(0, 800)}`);
-  return r;
+function get200(path: string, timeoutMs = 30_000): Promise<Reply> {
+  return answer200(`GET ${path}`, () => get(path, timeoutMs));
 }
 
 /** The list in a response: `items` (the API's convention), or a bare array. */

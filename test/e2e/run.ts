@@ -24,7 +24,7 @@ import { ensureImage, SUITES, type Suite } from './image.js';
 import { agentImageDisk } from './oci-uncompress.js';
 import { AGENT_IMAGE, captureDaemonSetPod, captureDebugPod, fakeApiCert } from './kube-pods.js';
 import { GUEST_API_ADDR, GUEST_API_PORT, NodeVm, projectRoot } from './vm.js';
-import { GiveUp, log, runOk, tailFile, waitFor } from './util.js';
+import { answer200, GiveUp, log, runOk, tailFile, waitFor } from './util.js';
 
 // ---- what the driver reports (guest/cri-driver.ts setup) -----------------------------
 interface PodOut {
@@ -279,18 +279,7 @@ for (const suite of suites) {
       describe(`${mode} agent`, { concurrency: 1 }, () => {
         const agent = agents[mode];
         const get = (path: string, timeoutMs = 30_000) => httpGet(agent, path, timeoutMs);
-        const get200 = async (path: string, timeoutMs = 30_000): Promise<Reply> => {
-          let r = await get(path, timeoutMs);
-          // The agent's 2 s CRI deadline is wall-clock time: on a starved TCG guest a verbose
-          // ContainerStatus can outlive it (seen on sid, host load 10). That 504 is the
-          // deadline doing its job, not the scenario's subject: ask again, at most twice.
-          for (let retry = 0; retry < 2 && r.status === 504 && r.body?.code === 'runtime_timeout'; retry++) {
-            log(`${suite}/${agent.mode}: GET ${path} answered 504 runtime_timeout in ${r.ms} ms (starved guest); asking again`);
-            r = await get(path, timeoutMs);
-          }
-          assert.equal(r.status, 200, `GET ${path} answered ${r.status} in ${r.ms} ms: ${r.text.slice(0, 800)}`);
-          return r;
-        };
+        const get200 = (path: string, timeoutMs = 30_000): Promise<Reply> => answer200(`${suite}/${agent.mode}: GET ${path}`, () => get(path, timeoutMs));
         /** test() that remembers a failure, so the run ends with the logs' tails. */
         const scenario = (name: string, fn: () => Promise<void>, timeout = 120_000): void => {
           test(name, { timeout }, async () => {

@@ -90,6 +90,22 @@ export async function runOk(cmd: string, args: string[], opts: RunOptions): Prom
   return r;
 }
 
+/**
+ * An agent's answer that must be 200. The agent's CRI deadline is wall-clock time: on a
+ * starved TCG guest a verbose ContainerStatus can outlive it (seen on sid at host load 10,
+ * and on bookworm at load 6 in a cold CI run). That 504 `runtime_timeout` is the deadline
+ * doing its job, not the scenario's subject: ask again, at most twice, on exactly that answer.
+ */
+export async function answer200<R extends { status: number; body: any; ms: number; text: string }>(what: string, ask: () => Promise<R>): Promise<R> {
+  let r = await ask();
+  for (let retry = 0; retry < 2 && r.status === 504 && r.body?.code === 'runtime_timeout'; retry++) {
+    log(`${what} answered 504 runtime_timeout in ${r.ms} ms (starved guest); asking again`);
+    r = await ask();
+  }
+  if (r.status !== 200) throw new Error(`${what} answered ${r.status} in ${r.ms} ms: ${r.text.slice(0, 800)}`);
+  return r;
+}
+
 export function tailFile(path: string, lines: number): string {
   if (!existsSync(path)) return `(${path} does not exist)`;
   return readFileSync(path, 'utf8').split('\n').slice(-lines).join('\n');
