@@ -3,7 +3,7 @@
  * once. Turns are counted with a setImmediate ticker (one tick a turn), never timed.
  */
 import t from 'tap';
-import { mapSliced, nextTurn, Slice } from '../../src/util/turns.js';
+import { mapSliced, nextTurn, Slice, TurnQueue } from '../../src/util/turns.js';
 
 /** a ticker that logs 'tick' once per turn of the event loop until stopped */
 function ticker(log: string[]): () => void {
@@ -17,13 +17,14 @@ function ticker(log: string[]): () => void {
   return () => (on = false);
 }
 
-t.test('three loops yielding at once: one slice per turn, not three', async (t) => {
+t.test('three loops yielding at once, no budget: one slice per turn, not three', async (t) => {
   const log: string[] = [];
   const stop = ticker(log);
+  const turns = new TurnQueue(0);
   const loop = async (name: string) => {
     for (let i = 0; i < 6; i++) {
       log.push(name);
-      await nextTurn();
+      await turns.next();
     }
   };
   await Promise.all([loop('a'), loop('b'), loop('c')]);
@@ -36,6 +37,29 @@ t.test('three loops yielding at once: one slice per turn, not three', async (t) 
     `slices per turn: ${runs.join(',')}`,
   );
   t.same(log.filter((x) => x !== 'tick').length, 18);
+});
+
+t.test('with a budget, slices of several loops share a turn while it lasts, in order; none is lost', async (t) => {
+  const log: string[] = [];
+  const stop = ticker(log);
+  const turns = new TurnQueue(Infinity);
+  const loop = async (name: string) => {
+    for (let i = 0; i < 6; i++) {
+      log.push(name);
+      await turns.next();
+    }
+  };
+  await Promise.all([loop('a'), loop('b'), loop('c')]);
+  stop();
+  const slices = log.filter((x) => x !== 'tick');
+  t.equal(slices.length, 18);
+  t.same(slices.slice(3, 9), ['a', 'b', 'c', 'a', 'b', 'c'], 'round robin');
+  const runs = log.join(' ').split('tick').map((s) => s.trim().split(' ').filter(Boolean).length);
+  t.ok(Math.max(...runs) >= 15, `slices per turn: ${runs.join(',')}`);
+  // the default queue (TURN_MS) resumes every waiter too
+  let n = 0;
+  await Promise.all([1, 2, 3].map(async () => { for (let i = 0; i < 5; i++) { await nextTurn(); n++; } }));
+  t.equal(n, 15);
 });
 
 t.test('a plain setImmediate yield would pile the loops up in one turn (what nextTurn avoids)', async (t) => {

@@ -1,7 +1,7 @@
 import type { Container, ContainerStatus, PodSandbox } from '../../model/runtime.js';
 import { isSourceError, RUNTIME_DOWN } from '../errors.js';
 import { mapLimit, SingleFlight } from '../../util/concurrency.js';
-import { mapSliced, nextTurn } from '../../util/turns.js';
+import { mapSliced, nextTurn, TurnQueue } from '../../util/turns.js';
 import type { CriClient } from './client.js';
 import type { RuntimeIndex, RuntimeIndexSource } from './index.js';
 import { resolvePrefix } from './ids.js';
@@ -26,6 +26,11 @@ export interface ContainerRow extends Container {
 
 /** Parallel ContainerStatus calls; enough to hide latency, few enough not to crowd a busy runtime. */
 const STATUS_CONCURRENCY = 16;
+/**
+ * The callers of a containers() flight, one a turn: no budget shared in a turn, since each one's
+ * work (its route's filter, sort and render) comes after it resumes, where a budget cannot see it.
+ */
+const CALLERS = new TurnQueue(0);
 /** Rows built between two yields at most (fewer when they take longer than util/turns' SLICE_MS). */
 export const ROW_SLICE = 500;
 /** A running container's status may change without its state changing (a child OOM kill sets reason). */
@@ -48,11 +53,12 @@ export class RuntimeView {
   private readonly flights = new SingleFlight();
 
   /** `index`: the lists every other reader of the runtime shares (sources/cri/index.ts) */
-  /** `pause`: what a yield between two slices of rows is (util/turns; tests count them) */
+  /** `pause`: what a yield between two slices of rows is (util/turns; tests count them); `resume`: the wait of a flight's callers */
   constructor(
     readonly cri: CriClient,
     private readonly index: RuntimeIndexSource,
     private readonly pause: () => Promise<unknown> = nextTurn,
+    private readonly resume: () => Promise<unknown> = CALLERS.next,
   ) {}
 
   /** Every container with its status: one ContainerStatus per container not in the cache. */
@@ -64,7 +70,7 @@ export class RuntimeView {
     });
     // every caller of a flight resumes in the tick it settles, and each filters, sorts and renders
     // its 3,000 rows: ten requests of /v1/containers held the loop ~50 ms at once. One a turn (issue 12).
-    await this.pause();
+    await this.resume();
     return rows;
   }
 

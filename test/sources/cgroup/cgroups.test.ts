@@ -8,6 +8,7 @@ import path from 'node:path';
 import t from 'tap';
 import type { CgroupDriver } from '../../../src/model/cgroup.js';
 import { detectMode, readCgroupStats, readMany, readProcs, walkKubepods } from '../../../src/sources/cgroup/cgroups.js';
+import { TurnQueue } from '../../../src/util/turns.js';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import {
   armCanaries,
@@ -250,7 +251,7 @@ t.test('a long read yields between batches, and two reads at once take turns (is
   t.equal(recs.length, 150);
   t.ok(pauses >= Math.ceil(150 / 8) - 1, `${pauses} yields for 150 cgroups in batches of at most 8`);
 
-  // the real yield (util/turns' nextTurn): two reads at once, counted in turns of the loop
+  // util/turns' queue with no budget (one slice a turn): two reads at once, counted in turns of the loop
   let turns = 0;
   let on = true;
   const tick = () => {
@@ -259,7 +260,9 @@ t.test('a long read yields between batches, and two reads at once take turns (is
     setImmediate(tick);
   };
   setImmediate(tick);
-  const [a, b] = await Promise.all([readMany(fs, all, 8), readMany(fs, all, 8)]);
+  const queue = new TurnQueue(0);
+  const [a, b] = await Promise.all([readMany(fs, all, 8, undefined, undefined, queue.next), readMany(fs, all, 8, undefined, undefined, queue.next)]);
+  t.equal((await readMany(fs, all, 8)).length, 150, 'the default queue (a budget a turn) reads them all too');
   on = false;
   t.equal(a.length + b.length, 300);
   // each read yields >= 18 times; taking turns, their 36+ slices need as many turns of the loop
