@@ -1,5 +1,6 @@
 // End-to-end tests of nodetruth against a real node: a qemu VM with systemd, journald,
-// containerd, runc and cgroup v2 (test/e2e-host/README.md). Run with `npm run test:e2e`.
+// containerd, runc and cgroup v2 (test/e2e-host/README.md). Run with `npm run test:e2e:host`
+// (`npm run test:e2e` runs it, then the image harness).
 //
 // The development machine never runs a container: the guest does. Inside it, a
 // kubelet-like driver (guest/cri-driver.ts) creates the pods; nodetruth serves the API;

@@ -1,5 +1,6 @@
 // End-to-end tests of nodetruth against a real node: a qemu VM with systemd, journald,
-// containerd, runc and cgroup v2 (test/e2e/README.md). Run with `npm run test:e2e`.
+// containerd, runc and cgroup v2 (test/e2e/README.md). Run with `npm run test:e2e:image`
+// (`npm run test:e2e` runs the host-process harness, test/e2e-host, then this).
 //
 // The development machine never runs a container: the guest does. nodetruth runs there as
 // users run it: the image built from the Dockerfile (scripts/build-image.sh), started by
@@ -20,11 +21,11 @@ import { join } from 'node:path';
 import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
 import { AGENT_TOKEN, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
-import { ensureImage, SUITES, type Suite } from './image.js';
+import { ensureImage, type Suite } from './image.js';
 import { agentImageDisk } from './oci-uncompress.js';
 import { AGENT_IMAGE, captureDaemonSetPod, captureDebugPod, fakeApiCert } from './kube-pods.js';
 import { GUEST_API_ADDR, GUEST_API_PORT, NodeVm, projectRoot } from './vm.js';
-import { answer200, GiveUp, log, runOk, tailFile, waitFor } from './util.js';
+import { answer200, GiveUp, log, runOk, selectedSuites, tailFile, waitFor } from './util.js';
 
 // ---- what the driver reports (guest/cri-driver.ts setup) -----------------------------
 interface PodOut {
@@ -75,8 +76,7 @@ const NODE_NAME = 'node1';
 const NODE_IP = '10.0.2.15';
 
 // sid joins the default once a run of it has passed here (test/e2e/README.md, "Status")
-const suites = (process.env.NODETRUTH_E2E_SUITES ?? 'bookworm').split(',').map((x) => x.trim()).filter(Boolean) as Suite[];
-for (const s of suites) if (!SUITES.includes(s)) throw new Error(`NODETRUTH_E2E_SUITES: unknown suite ${s} (have ${SUITES.join(', ')})`);
+const suites = selectedSuites();
 const modes = (process.env.NODETRUTH_E2E_MODES ?? 'debug,daemonset').split(',').filter(Boolean) as Mode[];
 
 let failed = false;

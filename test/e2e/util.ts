@@ -2,8 +2,19 @@
 import { spawn } from 'node:child_process';
 import { openSync, closeSync, readFileSync, existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { SUITES, type Suite } from './image.js';
 
 export { sleep };
+
+/**
+ * The guests a run of the image harness uses: NODETRUTH_E2E_SUITES (comma-separated, in
+ * order), both by default. (Here, not in image.ts: that file is hashed into the guest images.)
+ */
+export function selectedSuites(env: NodeJS.ProcessEnv = process.env): Suite[] {
+  const suites = (env.NODETRUTH_E2E_SUITES ?? SUITES.join(',')).split(',').map((x) => x.trim()).filter(Boolean) as Suite[];
+  for (const s of suites) if (!SUITES.includes(s)) throw new Error(`NODETRUTH_E2E_SUITES: unknown suite ${s} (have ${SUITES.join(', ')})`);
+  return suites;
+}
 
 export function log(msg: string): void {
   const t = new Date().toISOString().slice(11, 23);

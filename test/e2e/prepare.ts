@@ -1,0 +1,37 @@
+// Builds, ahead of the end-to-end runs, every image they need: the agent image
+// (scripts/build-image.sh), the host-process harness's bookworm guest (test/e2e-host) and
+// one guest per suite of the image harness. Each is cached by the hash of its inputs, so
+// the harnesses then find them built; a later run of this is a cache check.
+//
+//   node --import tsx test/e2e/prepare.ts          # the guests of NODETRUTH_E2E_SUITES, as run.ts
+//
+// scripts/test.sh starts it in the background beside `npm test`: the builds wait mostly on
+// the Debian mirror, the npm registry and dpkg's unpacking, not on the CPU the tests use,
+// and run one after another in a cold run's critical path otherwise (README, Timings).
+// It must finish before a harness starts: a harness that finds an image missing builds it
+// itself, and two builds of one image would both try to move it into place.
+import { join } from 'node:path';
+import { ensureImage as ensureHostGuest } from '../e2e-host/image.js';
+import { ensureImage, type Suite } from './image.js';
+import { log, runOk, selectedSuites } from './util.js';
+import { projectRoot } from './vm.js';
+
+const suites = selectedSuites();
+
+async function timed(name: string, work: () => Promise<unknown>): Promise<string> {
+  const started = Date.now();
+  await work();
+  return `${name} ${((Date.now() - started) / 1000).toFixed(1)} s`;
+}
+
+const started = Date.now();
+const results = await Promise.allSettled([
+  timed('agent image', () => runOk('bash', [join(projectRoot, 'scripts', 'build-image.sh')], { cwd: projectRoot, timeoutMs: 30 * 60_000 })),
+  timed('host-process guest', () => ensureHostGuest()),
+  ...suites.map((s) => timed(`${s} guest`, () => ensureImage(s))),
+]);
+const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+log(`prepared in ${((Date.now() - started) / 1000).toFixed(1)} s: ${results.map((r) => (r.status === 'fulfilled' ? r.value : `failed: ${String(r.reason).slice(0, 400)}`)).join('; ')}`);
+// A failed build is not this step's verdict: the harness that needs the image builds it
+// again in the foreground and fails there with the whole log.
+process.exitCode = failed.length ? 1 : 0;
