@@ -1,14 +1,14 @@
 /**
- * Long synchronous loops over a node's items (3,000 cgroups read, the runtime's 3,000 containers
- * normalized) cut into slices bounded by time as well as count, resumed from one queue with a
+ * Long synchronous loops over a node's items (the runtime's 3,000 containers normalized, the
+ * /proc walk, the slices' clock of the cgroup reads) cut into slices bounded by time as well as count, resumed from one queue with a
  * time budget per turn of the event loop (issue 12: no stretch of work may hold the loop > 100 ms; ~50 ms is the aim at 3,000
  * containers, for slower machines).
  *
  * Why a queue and not a plain `await setImmediate()`: every setImmediate queued before
  * a check phase runs in that phase, the timers and sockets waiting until all are done. Under load
- * several loops are at work at once (/v1/cgroups' and /metrics' cgroup reads, the /proc walk,
- * the runtime's lists): each yielding after its own 20 ms, three of them resumed in one phase and
- * held the loop 60 ms. Here the waiters form one queue, and a turn of the loop resumes them in
+ * several loops are at work at once (the /proc walk, the runtime's lists and rows, the cgroup
+ * reads): each yielding after its own 20 ms, three of them resumed in one phase and held the loop
+ * 60 ms. (The cgroup reads keep a plain 20 ms yield: see READ_SLICE_MS in sources/cgroup/cgroups.ts.) Here the waiters form one queue, and a turn of the loop resumes them in
  * order for at most TURN_MS (plus the last one's slice), whatever the number of loops.
  */
 

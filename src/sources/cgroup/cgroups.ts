@@ -12,7 +12,7 @@ import type { CgroupDriver, CgroupMode, CgroupStats, IoDeviceStat, KubeCgroup, P
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
 import { mapLimit } from '../../util/concurrency.js';
-import { nextTurn, Slice, SLICE_MS } from '../../util/turns.js';
+import { Slice } from '../../util/turns.js';
 import { scanFilesInSync } from '../hostfs/read-sync.js';
 import { cpuMaxAt, cpuStatInto, emptyCpu, emptyMemory, ioStatAt, limitAt, memoryEventsAt, memoryStatInto, psiAt, singleAt, workingSet } from './parse.js';
 import { KUBEPODS_NAMES, normUid } from './kubepods-path.js';
@@ -289,12 +289,17 @@ export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<Cg
 
 /**
  * Cgroups read between two yields to the event loop, at most: 64 take ~10 ms on a loaded
- * 2-core machine (1,450 of them ~250 ms). Fewer when they take longer than SLICE_MS (8 ms:
- * a slow kernel, files full of junk: up to 17 x 64 KiB each), the clock read every 4. The
- * yield is util/turns' nextTurn: with the reads of /v1/cgroups and of /metrics (other files)
- * at once, their slices run in separate turns instead of piling up in one (issue 12).
+ * 2-core machine (1,450 of them ~250 ms). Fewer when they take longer than READ_SLICE_MS
+ * (a slow kernel, files full of junk: up to 17 x 64 KiB each), the clock read every 4.
+ * Not util/turns' 8 ms queue: measured under 50 connections (bench/RESULTS.md, issue 12: the
+ * event loop at 3,000 containers), slices that small behind one queue left the reads of
+ * /v1/cgroups behind the renders that yield with a plain setImmediate, and the load shedder
+ * answered 503 to 13-38 of them a run at 1,000 containers (none before); at 20 ms and a plain
+ * yield the longest stretch stayed <= 45 ms of CPU at 1,000 and 3,000 containers.
  */
 const BATCH = 64;
+const READ_SLICE_MS = 20;
+const nextImmediate = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Read many cgroups, yielding to the event loop every few; vanished ones are dropped,
@@ -307,13 +312,13 @@ export async function readMany<C extends FoundCgroup>(
   batch = BATCH,
   only: readonly StatFile[] = FILES,
   warnings?: string[],
-  pause: () => Promise<unknown> = nextTurn,
+  pause: () => Promise<unknown> = nextImmediate,
 ): Promise<(C & { stats: CgroupStats })[]> {
   const out: (C & { stats: CgroupStats })[] = [];
   // malformed lines are skipped by the parsers and the rest kept; the files are named once per cgroup
   const malformed = new Set<string>();
   const onMalformed = warnings && ((f: string) => malformed.add(f));
-  const slice = new Slice(batch, SLICE_MS, pause);
+  const slice = new Slice(batch, READ_SLICE_MS, pause);
   for (let i = 0; i < cgroups.length; i++) {
     // every `batch` cgroups, or sooner when they take long (files of 64 KiB of junk): the loop is never held long
     if (slice.due()) await slice.pause();

@@ -262,7 +262,7 @@ t.test('a long read yields between batches, and two reads at once take turns (is
   setImmediate(tick);
   const queue = new TurnQueue(0);
   const [a, b] = await Promise.all([readMany(fs, all, 8, undefined, undefined, queue.next), readMany(fs, all, 8, undefined, undefined, queue.next)]);
-  t.equal((await readMany(fs, all, 8)).length, 150, 'the default queue (a budget a turn) reads them all too');
+  t.equal((await readMany(fs, all, 8)).length, 150, 'the default yield (a plain setImmediate) reads them all too');
   on = false;
   t.equal(a.length + b.length, 300);
   // each read yields >= 18 times; taking turns, their 36+ slices need as many turns of the loop
