@@ -50,6 +50,8 @@ interface CachedStatus {
  */
 export class RuntimeView {
   private readonly statusCache = new Map<string, CachedStatus>();
+  /** Drops live statuses once they expire: they are never served again, only fetched anew. */
+  private sweepTimer: NodeJS.Timeout | undefined;
   private readonly flights = new SingleFlight();
 
   /** `index`: the lists every other reader of the runtime shares (sources/cri/index.ts) */
@@ -108,6 +110,27 @@ export class RuntimeView {
     return mapSliced(containers, (c, i) => toRow(c, index, statuses[i]!), { maxItems: ROW_SLICE, pause: this.pause });
   }
 
+  /**
+   * An idle agent kept every running container's last status (~1.3 MiB of the live heap at
+   * 1,000 containers, growing with the node) until the container left the list, although
+   * after LIVE_STATUS_TTL_MS it is only ever replaced (bench/RESULTS.md, issue 12: idle RSS).
+   */
+  private sweepLater(): void {
+    if (this.sweepTimer) return;
+    this.sweepTimer = setTimeout(() => {
+      this.sweepTimer = undefined;
+      const now = Date.now();
+      let live = false;
+      for (const [id, hit] of this.statusCache) {
+        if (hit.state === 'CONTAINER_EXITED') continue;
+        if (now - hit.at >= LIVE_STATUS_TTL_MS) this.statusCache.delete(id);
+        else live = true;
+      }
+      if (live) this.sweepLater();
+    }, LIVE_STATUS_TTL_MS);
+    this.sweepTimer.unref();
+  }
+
   private async cachedStatus(c: Container): Promise<{ status: ContainerStatus | null; error: string | null }> {
     const hit = this.statusCache.get(c.id);
     const now = Date.now();
@@ -116,6 +139,7 @@ export class RuntimeView {
       // a status call in flight for this container (another request's) is shared, not repeated
       const status = await this.flights.do(`status:${c.id}`, () => this.cri.containerStatus(c.id, false));
       this.statusCache.set(c.id, { state: c.state, at: now, status });
+      if (c.state !== 'CONTAINER_EXITED') this.sweepLater();
       return { status, error: null };
     } catch (err) {
       // Removed between the list and the status call: list it without status fields.

@@ -5,6 +5,9 @@
  * callers of one flight resume one a turn of the event loop.
  */
 import t from 'tap';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { CriClient } from '../../../src/sources/cri/client.js';
 import { RuntimeIndexSource } from '../../../src/sources/cri/index.js';
 import { ROW_SLICE, RuntimeView } from '../../../src/sources/cri/runtime-view.js';
@@ -70,4 +73,45 @@ t.test('the callers of one flight share its rows and resume one a turn, not all 
   const perTurn = log.join(' ').split('tick').map((s) => s.split(' ').filter((x) => x.startsWith('caller')).length);
   t.equal(perTurn.reduce((a, b) => a + b, 0), 5);
   t.ok(perTurn.every((n) => n <= 1), `at most ${Math.max(...perTurn)} caller resumed in one turn (${perTurn.length} turns)`);
+});
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+t.test('a running container\'s status is let go once it expires; an exited one is kept while listed', async (t) => {
+  /** every status the runtime answered, watched: a full GC clears what nothing holds */
+  const answered: { state: string; ref: WeakRef<object> }[] = [];
+  class Watched extends CriClient {
+    override async containerStatus(id: string, verbose = false) {
+      const status = await super.containerStatus(id, verbose);
+      answered.push({ state: String(status.state), ref: new WeakRef(status) });
+      return status;
+    }
+  }
+  const watched = new Watched(fake.endpoint, 5000);
+  t.teardown(() => watched.close());
+  const view = new RuntimeView(watched, new RuntimeIndexSource(watched, 5000));
+  let rows: unknown = await view.containers();
+  t.equal((rows as unknown[]).length, 1200);
+  rows = undefined;
+  const alive = () => {
+    const live = answered.filter((a) => a.state !== 'CONTAINER_EXITED');
+    const exited = answered.filter((a) => a.state === 'CONTAINER_EXITED');
+    return { live: live.filter((a) => a.ref.deref()).length, liveAll: live.length, exited: exited.filter((a) => a.ref.deref()).length, exitedAll: exited.length };
+  };
+  t.ok(alive().liveAll > 0 && alive().exitedAll > 0, 'the fake node has running and exited containers');
+  // past the 1 s a live status may be served, the sweep after it: asked every 250 ms, for up to
+  // 30 s (a loaded machine runs timers late; a status held for good fails the test either way)
+  let after = alive();
+  for (const started = Date.now(); Date.now() - started < 30_000; ) {
+    await sleep(250);
+    for (let i = 0; i < 2; i++) {
+      gc();
+      await new Promise((r) => setImmediate(r));
+    }
+    after = alive();
+    if (after.live === 0) break;
+  }
+  t.equal(after.live, 0, `no running container's status held (${after.liveAll} answered)`);
+  t.equal(after.exited, after.exitedAll, 'every exited container\'s status still cached (it cannot change while listed)');
 });
