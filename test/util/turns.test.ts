@@ -17,17 +17,22 @@ function ticker(log: string[]): () => void {
   return () => (on = false);
 }
 
+/** loops a, b and c, six slices each, logging each slice and yielding through `turns` after it */
+const threeLoops = (turns: TurnQueue, log: string[]) =>
+  Promise.all(
+    ['a', 'b', 'c'].map(async (name) => {
+      for (let i = 0; i < 6; i++) {
+        log.push(name);
+        await turns.next();
+      }
+    }),
+  );
+
 t.test('three loops yielding at once, no budget: one slice per turn, not three', async (t) => {
   const log: string[] = [];
   const stop = ticker(log);
   const turns = new TurnQueue(0);
-  const loop = async (name: string) => {
-    for (let i = 0; i < 6; i++) {
-      log.push(name);
-      await turns.next();
-    }
-  };
-  await Promise.all([loop('a'), loop('b'), loop('c')]);
+  await threeLoops(turns, log);
   stop();
   // between two ticks (two turns), at most one slice of any loop after the first turn
   const runs = log.join(' ').split('tick').slice(1).map((s) => s.trim().split(' ').filter(Boolean).length);
@@ -43,13 +48,7 @@ t.test('with a budget, slices of several loops share a turn while it lasts, in o
   const log: string[] = [];
   const stop = ticker(log);
   const turns = new TurnQueue(Infinity);
-  const loop = async (name: string) => {
-    for (let i = 0; i < 6; i++) {
-      log.push(name);
-      await turns.next();
-    }
-  };
-  await Promise.all([loop('a'), loop('b'), loop('c')]);
+  await threeLoops(turns, log);
   stop();
   const slices = log.filter((x) => x !== 'tick');
   t.equal(slices.length, 18);
