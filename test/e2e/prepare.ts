@@ -10,11 +10,10 @@
 // and run one after another in a cold run's critical path otherwise (README, Timings).
 // It must finish before a harness starts: a harness that finds an image missing builds it
 // itself, and two builds of one image would both try to move it into place.
-import { join } from 'node:path';
 import { ensureImage as ensureHostGuest } from '../e2e-host/image.js';
-import { ensureImage, type Suite } from './image.js';
-import { log, runOk, selectedSuites } from './util.js';
-import { projectRoot } from './vm.js';
+import { agentImageArchive } from './agent-image.js';
+import { ensureImage } from './image.js';
+import { log, selectedSuites } from './util.js';
 
 const suites = selectedSuites();
 
@@ -26,7 +25,7 @@ async function timed(name: string, work: () => Promise<unknown>): Promise<string
 
 const started = Date.now();
 const results = await Promise.allSettled([
-  timed('agent image', () => runOk('bash', [join(projectRoot, 'scripts', 'build-image.sh')], { cwd: projectRoot, timeoutMs: 30 * 60_000 })),
+  timed('agent image', agentImageArchive),
   timed('host-process guest', () => ensureHostGuest()),
   ...suites.map((s) => timed(`${s} guest`, () => ensureImage(s))),
 ]);

@@ -13,7 +13,7 @@
 // is made through nodetruth's HTTP API, from the host.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -21,11 +21,12 @@ import { join } from 'node:path';
 import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
 import { AGENT_TOKEN, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
+import { agentImageArchive } from './agent-image.js';
 import { ensureImage, type Suite } from './image.js';
 import { agentImageDisk } from './oci-uncompress.js';
 import { AGENT_IMAGE, captureDaemonSetPod, captureDebugPod, fakeApiCert } from './kube-pods.js';
 import { GUEST_API_ADDR, GUEST_API_PORT, NodeVm, projectRoot } from './vm.js';
-import { answer200, GiveUp, log, runOk, selectedSuites, tailFile, waitFor } from './util.js';
+import { answer200, log, selectedSuites, waitFor } from './util.js';
 
 // ---- what the driver reports (guest/cri-driver.ts setup) -----------------------------
 interface PodOut {
@@ -139,15 +140,6 @@ function installExitHandlers(v: NodeVm): void {
       process.exit(130);
     });
   }
-}
-
-/** The agent image's OCI archive: scripts/build-image.sh (cached by its inputs). */
-async function agentImageArchive(): Promise<{ archive: string; ms: number }> {
-  const started = Date.now();
-  const r = await runOk('bash', [join(projectRoot, 'scripts', 'build-image.sh')], { cwd: projectRoot, timeoutMs: 30 * 60_000 });
-  const archive = r.stdout.trim().split('\n').at(-1) ?? '';
-  assert.ok(existsSync(archive), `scripts/build-image.sh named no archive: ${r.stdout.slice(-400)}`);
-  return { archive, ms: Date.now() - started };
 }
 
 let imageArchive: Promise<{ archive: string; ms: number }> | undefined;

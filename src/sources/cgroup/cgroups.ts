@@ -11,6 +11,7 @@ import type { Dirent } from 'node:fs';
 import type { CgroupDriver, CgroupMode, CgroupStats, IoDeviceStat, KubeCgroup, PidsStats, Pressure, QosClass } from '../../model/cgroup.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
+import { setImmediate as nextImmediate } from 'node:timers/promises';
 import { mapLimit } from '../../util/concurrency.js';
 import { Slice } from '../../util/turns.js';
 import { scanFilesInSync } from '../hostfs/read-sync.js';
@@ -299,7 +300,6 @@ export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<Cg
  */
 const BATCH = 64;
 const READ_SLICE_MS = 20;
-const nextImmediate = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
  * Read many cgroups, yielding to the event loop every few; vanished ones are dropped,
@@ -312,7 +312,7 @@ export async function readMany<C extends FoundCgroup>(
   batch = BATCH,
   only: readonly StatFile[] = FILES,
   warnings?: string[],
-  pause: () => Promise<unknown> = nextImmediate,
+  pause: () => Promise<unknown> = () => nextImmediate(),
 ): Promise<(C & { stats: CgroupStats })[]> {
   const out: (C & { stats: CgroupStats })[] = [];
   // malformed lines are skipped by the parsers and the rest kept; the files are named once per cgroup

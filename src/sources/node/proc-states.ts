@@ -10,7 +10,7 @@
  * (unlike cmdline, see ../proc/limiter.ts), so they do not block on the process's
  * memory map. Every stat is read synchronously (hostfs/read-sync.ts: procfs never waits
  * on a disk), 128 pids between yields at most (fewer past util/turns' SLICE_MS, each slice in its
- * own turn of the loop): through libuv's pool the same walk cost ~0.4 s
+ * own turn of the loop: util/turns' Slice): through libuv's pool the same walk cost ~0.4 s
  * of a 1,000-container node's scrape, most of it queueing behind other reads, for a
  * few milliseconds of syscalls. The few D/Z processes' cgroup and wchan stay async.
  * Only thread-group leaders are looked at: a D-state thread of a process whose
@@ -23,7 +23,7 @@ import type { HostFs } from '../hostfs/hostfs.js';
 import { readFilesInSync } from '../hostfs/read-sync.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import { parseProcStat } from '../proc/parse.js';
-import { nextTurn, SLICE_MS } from '../../util/turns.js';
+import { nextTurn, Slice } from '../../util/turns.js';
 
 export const PROC_STATE_LIMITS = {
   /** pids whose stat is read per walk */
@@ -71,12 +71,15 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
   let scanned = 0;
   let kubeletPid: number | null = null;
   let next = 0;
-  while (next < pids.length) {
-    if (signal?.aborted || Date.now() - t0 > L.budgetMs) break;
-    const sliceFrom = performance.now();
-    for (const stop = Math.min(pids.length, next + L.batch); next < stop; ) {
-      // fewer than `batch` when they take long: 128 stat reads held a loaded 2-core machine ~40 ms (issue 12)
-      if ((next & 7) === 0 && performance.now() - sliceFrom > SLICE_MS) break;
+  // `batch` pids a slice, fewer when they take long (128 stat reads held a loaded 2-core machine ~40 ms, issue 12)
+  const slice = new Slice(L.batch);
+  const over = () => signal?.aborted || Date.now() - t0 > L.budgetMs;
+  if (!over()) {
+    while (next < pids.length) {
+      if (slice.due()) {
+        await slice.pause();
+        if (over()) break;
+      }
       const name = pids[next++]!;
       let text: string | null;
       try {
@@ -90,7 +93,6 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
       if (st.comm === 'kubelet' && (kubeletPid === null || st.pid < kubeletPid)) kubeletPid = st.pid;
       if (st.state === 'D' || st.state === 'Z') stuck.push({ pid: st.pid, comm: st.comm, state: st.state, ppid: st.ppid });
     }
-    await nextTurn();
   }
   if (next < pids.length) cut = `stopped after ${scanned} of ${pids.length} processes: ${signal?.aborted ? 'the request ended' : `the walk's ${L.budgetMs} ms budget was spent`}`;
 

@@ -74,17 +74,7 @@ for (const name of captures) {
   });
 
   t.test(`${name}: the kernel rule's findings over the capture`, async (t) => {
-    const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-captured-'));
-    t.teardown(() => rmSync(root, { recursive: true, force: true }));
-    // boot placed so the capture's last record is one minute before NOW (within the rule's window);
-    // the captured pids do not exist here, so nothing is attributed to a pod
-    const last = records[records.length - 1]!;
-    const bootUs = (NOW - 60_000) * 1000 - last.tsUsec;
-    const fs = new HostFs(root);
-    const problems = await new KernelProblemsSource(new KmsgReader(fs, file), fs, () => bootUs).read();
-    const snap = healthySnapshot();
-    snap.kernel = ok(problems);
-    const found = kernelRule.run(snap, new SnapshotIndex(snap));
+    const found = await kernelFindings(t, file, records);
     t.same([...new Set(found.map((f) => f.id))].sort(), ['kernel-conntrack-full', 'kernel-hung-task']);
     const hung = found.find((f) => f.id === 'kernel-hung-task')!;
     const kinds = new Map(KERNEL_PROBLEMS.map((k) => [k.id, k]));
@@ -121,6 +111,23 @@ for (const name of captures) {
 }
 
 /** records parse one a line, in sequence and time order */
+/**
+ * The kernel rule's findings over a capture, read through the real source from an empty host
+ * root: boot placed so the capture's last record is one minute before NOW (within the rule's
+ * window); the captured pids do not exist here, so nothing is attributed to a pod.
+ */
+async function kernelFindings(t: Test, file: string, records: ReturnType<typeof splitKmsgText>) {
+  const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-captured-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const last = records[records.length - 1]!;
+  const bootUs = (NOW - 60_000) * 1000 - last.tsUsec;
+  const fs = new HostFs(root);
+  const problems = await new KernelProblemsSource(new KmsgReader(fs, file), fs, () => bootUs).read();
+  const snap = healthySnapshot();
+  snap.kernel = ok(problems);
+  return kernelRule.run(snap, new SnapshotIndex(snap));
+}
+
 function checkRecords(t: Test, text: string, records: ReturnType<typeof splitKmsgText>): void {
   const lines = text.split('\n').filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith(' '));
   t.equal(records.length, lines.length, 'every record line parses');
@@ -195,15 +202,7 @@ for (const name of fsCaptures) {
   });
 
   t.test(`${name}: the kernel rule's findings over the capture, one per device`, async (t) => {
-    const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-captured-fs-'));
-    t.teardown(() => rmSync(root, { recursive: true, force: true }));
-    const last = records[records.length - 1]!;
-    const bootUs = (NOW - 60_000) * 1000 - last.tsUsec;
-    const fs = new HostFs(root);
-    const problems = await new KernelProblemsSource(new KmsgReader(fs, file), fs, () => bootUs).read();
-    const snap = healthySnapshot();
-    snap.kernel = ok(problems);
-    const found = kernelRule.run(snap, new SnapshotIndex(snap));
+    const found = await kernelFindings(t, file, records);
     t.same(found.map((f) => `${f.id} ${f.severity}: ${f.title}`).sort(), [
       `kernel-fs-error warning: A filesystem reports errors on ${loop}`,
       `kernel-fs-read-only critical: A filesystem was remounted read-only or shut down after errors on ${loop}`,
