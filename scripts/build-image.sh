@@ -17,7 +17,8 @@
 # RUN steps reach the npm registry and the Debian mirror through the host's network
 # (chroot isolation shares it).
 #
-# Cached by input hash under $NODETRUTH_IMAGE_CACHE (default test/e2e/.cache/agent-image):
+# Cached by input hash under $NODETRUTH_IMAGE_CACHE (default ~/.cache/nodetruth/agent-image,
+# outside the clone so that a fresh clone on the same machine finds it):
 # the base images by their recipe (this file, the mirror, the Node binary, the npm
 # version, the build CA), the archive by that plus the Dockerfile, package*.json,
 # tsconfig*.json, src/ and proto/. A hit prints the cached archive at once.
@@ -28,7 +29,7 @@ IMAGE=${NODETRUTH_IMAGE:-ghcr.io/nodetruth/nodetruth:0.1.0}
 # The build context: the checkout itself, or another tree of it (a `git worktree` of a
 # commit, when the work tree holds someone's half-done change that does not compile).
 CONTEXT=$(cd "${NODETRUTH_IMAGE_CONTEXT:-.}" && pwd)
-CACHE=${NODETRUTH_IMAGE_CACHE:-test/e2e/.cache/agent-image}
+CACHE=${NODETRUTH_IMAGE_CACHE:-${NODETRUTH_CACHE:-$HOME/.cache/nodetruth}/agent-image}
 MIRROR=${NODETRUTH_E2E_MIRROR:-http://deb.debian.org/debian}
 SECURITY_MIRROR=${NODETRUTH_E2E_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 NPM_SPEC=${NODETRUTH_IMAGE_NPM:-npm@11}

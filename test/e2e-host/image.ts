@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameS
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildBusyboxOciArchive, type OciImageSpec } from '../e2e/oci.js';
-import { log, runOk } from '../e2e/util.js';
+import { cacheHome, log, runOk } from '../e2e/util.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -49,7 +49,7 @@ export interface GuestImage {
 }
 
 export function cacheRoot(): string {
-  return process.env.NODETRUTH_E2E_CACHE ?? join(here, '.cache');
+  return process.env.NODETRUTH_E2E_CACHE ?? cacheHome('e2e-host');
 }
 
 export function imageHash(): string {

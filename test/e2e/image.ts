@@ -7,7 +7,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameS
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildBusyboxOciArchive, type OciImageSpec } from './oci.js';
-import { log, runOk } from './util.js';
+import { cacheHome, log, runOk } from './util.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -55,7 +55,7 @@ export interface GuestImage {
 }
 
 export function cacheRoot(): string {
-  return process.env.NODETRUTH_E2E_CACHE ?? join(here, '.cache');
+  return process.env.NODETRUTH_E2E_CACHE ?? cacheHome('e2e');
 }
 
 export function imageHash(suite: Suite): string {

@@ -1,10 +1,21 @@
 // Small helpers shared by the e2e harness: child processes with deadlines, polling, logs.
 import { spawn } from 'node:child_process';
 import { openSync, closeSync, readFileSync, existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SUITES, type Suite } from './image.js';
 
 export { sleep };
+
+/**
+ * Where the harnesses keep what they build (guest images, the agent image, run
+ * directories): outside the clone, so a fresh clone on the same machine (CI's) finds
+ * them; every entry is keyed by the hash of its inputs. $NODETRUTH_CACHE moves it.
+ */
+export function cacheHome(part: string): string {
+  return join(process.env.NODETRUTH_CACHE ?? join(homedir(), '.cache', 'nodetruth'), part);
+}
 
 /**
  * The guests a run of the image harness uses: NODETRUTH_E2E_SUITES (comma-separated, in
