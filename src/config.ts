@@ -33,6 +33,7 @@ const FLAGS = {
   'allowed-hosts': { env: 'NODETRUTH_ALLOWED_HOSTS', help: 'comma-separated Host names accepted besides localhost, 127.0.0.1, [::1] (loopback without --auth; any port)' },
   'kubelet-healthz': { env: 'NODETRUTH_KUBELET_HEALTHZ', help: 'kubelet healthz URL (default http://127.0.0.1:10248/healthz)' },
   'log-level': { env: 'NODETRUTH_LOG_LEVEL', help: 'pino level (default info)' },
+  'session-token': { env: 'NODETRUTH_SESSION_TOKEN', help: 'the per-session secret of an attach debug pod: every request but /healthz must send it in X-Nodetruth-Session (set by nodetruth attach through the env: a flag shows in /proc/<pid>/cmdline)' },
 } as const;
 export type FlagName = keyof typeof FLAGS;
 
@@ -101,6 +102,8 @@ const schema = z
       .refine((hs) => hs.length <= 64 && hs.every((h) => h.length <= 253 && HOST_NAME.test(h)), 'expected comma-separated host names without ports, such as nodetruth.local,[fd00::1]'),
     kubeletHealthz: z.url({ protocol: /^https?$/ }).default('http://127.0.0.1:10248/healthz'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** never logged nor echoed in an error: the message below does not quote the value */
+    sessionToken: z.string().regex(/^[\x21-\x7e]{32,1024}$/, 'expected 32 to 1024 printable characters without spaces (nodetruth attach sends 43)').nullable(),
   })
   .superRefine((c, ctx) => {
     if (c.auth === 'none' && !isLoopback(c.listen.host)) {
@@ -152,6 +155,7 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
   raw.kmsgPath ??= null;
   raw.tlsCertFile ??= null;
   raw.tlsKeyFile ??= null;
+  raw.sessionToken ??= null;
   raw.nodeIp ??= env.NODE_IP || null;
   if (raw.criTimeout !== undefined) raw.criTimeoutMs = raw.criTimeout;
   delete raw.criTimeout;

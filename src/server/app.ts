@@ -6,6 +6,7 @@ import type { Sources } from '../sources/index.js';
 import { auditClientError, installAuditLog } from './plugins/audit.js';
 import { installAuth, installHostCheck } from './plugins/auth.js';
 import { installLoadShed } from './plugins/load-shed.js';
+import { installSessionSecret } from './plugins/session-secret.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { installProblemHandlers } from './plugins/problems.js';
 import { problemTypeUri } from '../errors.js';
@@ -85,6 +86,7 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
   installTextFormat(app);
   installSharedBody(app); // after the text format: one render per answer object in flight
   installHostCheck(app, deps); // --auth none only; after the audit hook, so a refused Host is audited
+  installSessionSecret(app, deps); // --session-token only (attach); audited, and before auth and the load shedder
   if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
   installLoadShed(app); // after auth: a refused request never takes a slot
