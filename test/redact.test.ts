@@ -10,6 +10,7 @@ import {
   redactEnvEntry,
   redactFlatRecord,
   redactJsonText,
+  redactLogText,
   redactMap,
   redactText,
   REDACTED,
@@ -286,4 +287,100 @@ t.test('every rule is linear on a hostile 1 MiB argument (correctness asserted; 
   t.same(redactArgs([`PASSWORD=${'x'.repeat(MiB)}`]), [`PASSWORD=${REDACTED}`]);
   t.equal(redactArgs([`--${'token'.repeat(MiB / 5)}=v`])[0], `--${'token'.repeat(MiB / 5)}=${REDACTED}`);
   t.comment(`redactArgs + redactText + redactJsonText per 1 MiB input: ${times.join(', ')}`);
+});
+
+// --- the shapes a review found missing: tools, flags, DSNs, headers in text, YAML ---
+
+t.test('tools whose secret follows a short flag or a word', async (t) => {
+  t.same(redactArgs(['redis-cli', '-h', 'cache', '-a', 'FAKEREDIS', 'ping']), ['redis-cli', '-h', 'cache', '-a', REDACTED, 'ping'], 'redis-cli -a');
+  t.same(redactArgs(['/usr/bin/sshpass', '-p', 'FAKESSHPASS', 'ssh', 'root@h']), ['/usr/bin/sshpass', '-p', REDACTED, 'ssh', 'root@h'], 'sshpass -p');
+  t.same(redactArgs(['docker', 'login', '-u', 'ci', '-p', 'FAKEDOCKER', 'reg.example.com']), ['docker', 'login', '-u', 'ci', '-p', REDACTED, 'reg.example.com'], 'docker login -p');
+  t.same(redactArgs(['vault', 'login', 'FAKEVAULT']), ['vault', 'login', REDACTED], 'vault login TOKEN');
+  t.same(redactArgs(['vault', 'login', '-method=userpass', 'username=ops', 'password=FAKEVP']), ['vault', 'login', '-method=userpass', 'username=ops', `password=${REDACTED}`]);
+  // the same words elsewhere mean no secret
+  t.same(redactArgs(['docker', 'run', '-p', '8080:80', 'nginx']), ['docker', 'run', '-p', '8080:80', 'nginx'], 'docker run -p is a port');
+  t.same(redactArgs(['ls', '-a', '/tmp']), ['ls', '-a', '/tmp'], 'ls -a');
+  t.same(redactArgs(['vault', 'status']), ['vault', 'status']);
+  // inside a script, and a separator ends the tool
+  const [, , script] = redactArgs(['sh', '-c', 'redis-cli -a FAKERS1 ping && sshpass -p FAKERS2 ssh h; docker login -p FAKERS3 r && vault login FAKERS4 && ls -a x']);
+  t.equal(script, `redis-cli -a ${REDACTED} ping && sshpass -p ${REDACTED} ssh h; docker login -p ${REDACTED} r && vault login ${REDACTED} && ls -a x`);
+  t.same(redactDeep({ args: ['redis-cli', '-a', 'FAKEDOC'] }), { args: ['redis-cli', '-a', REDACTED] }, 'an args list in a document');
+});
+
+t.test('flags named for signing keys, JWTs, credentials and kubeconfig data', async (t) => {
+  t.same(redactArgs(['app', '--signing-key', 'FAKESK', '--jwt=FAKEJWT', '--cred=FAKECRED', '--kubeconfig-data=FAKEKCD', '--aws-creds', 'FAKEAWS']), [
+    'app', '--signing-key', REDACTED, `--jwt=${REDACTED}`, `--cred=${REDACTED}`, `--kubeconfig-data=${REDACTED}`, '--aws-creds', REDACTED,
+  ]);
+  t.same(redactArgs(['app', '--jwt-issuer', 'https://issuer', '--incredible', 'yes']), ['app', '--jwt-issuer', 'https://issuer', '--incredible', 'yes'], 'names that only contain the words');
+});
+
+t.test("Go's DSN, headers and YAML lines in text", async (t) => {
+  t.equal(redactText('dsn=app:FAKEDSN@tcp(db:3306)/shop?parseTime=true'), `dsn=app:${REDACTED}@tcp(db:3306)/shop?parseTime=true`);
+  t.equal(redactText('root:FAKE@unix(/run/mysqld.sock)/x'), `root:${REDACTED}@unix(/run/mysqld.sock)/x`);
+  t.equal(redactText('u:p@ss:FAKEAT@tcp(h)/'), `u:${REDACTED}@tcp(h)/`, "an @ in the password: up to the DSN's @");
+  t.equal(redactText('curl -H "Authorization: Basic ZmFrZTpGQUtF" https://h/'), `curl -H "Authorization: Basic ${REDACTED}" https://h/`);
+  t.equal(redactText('X-Api-Key: FAKEXAK'), `X-Api-Key: ${REDACTED}`);
+  t.equal(redactText('{"headers":{"x-api-key":"FAKEJSONKEY"'), `{"headers":{"x-api-key":"${REDACTED}"`, 'a JSON header that did not parse');
+  const yaml = 'db:\n  host: pg\n  password: FAKEYAML\n  user: app\nstripe:\n  - api_key: "FAKEYAML2"\r\nauth:\n  enabled: true\n';
+  t.equal(redactText(yaml), `db:\n  host: pg\n  password: ${REDACTED}\n  user: app\nstripe:\n  - api_key: ${REDACTED}\r\nauth:\n  enabled: true\n`);
+  t.same(redactMap({ 'example.com/config': yaml }), { 'example.com/config': redactText(yaml) }, 'a YAML annotation');
+  for (const s of [yaml, 'dsn=app:FAKE@tcp(db)/', 'Authorization: Basic FAKE', 'X-Api-Key: FAKE']) t.equal(redactText(redactText(s)), redactText(s), `idempotent: ${JSON.stringify(s).slice(0, 30)}`);
+});
+
+t.test('free text (journal, container logs): the shapes that are secrets by their form, nothing else', async (t) => {
+  const cases: [string, string][] = [
+    ['GET /v1/x Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.FAKE.sig', `GET /v1/x Authorization: Bearer ${REDACTED}`],
+    ['proxy sent Proxy-Authorization: Basic dXNlcjpGQUtF', `proxy sent Proxy-Authorization: Basic ${REDACTED}`],
+    ['GET https://api.example.com/v1/items?token=FAKEQT&limit=5 200', `GET https://api.example.com/v1/items?token=${REDACTED}&limit=5 200`],
+    ['connecting to postgres://app:FAKEPG@db:5432/shop', `connecting to postgres://app:${REDACTED}@db:5432/shop`],
+    ['config: password=FAKEPW user=app', `config: password=${REDACTED} user=app`],
+    ['level=info DB_PASSWORD="FAKE PW" ok', `level=info DB_PASSWORD="${REDACTED}" ok`],
+    ['{"level":"debug","access_token":"FAKEAT\\"x","n":1}', `{"level":"debug","access_token":"${REDACTED}","n":1}`],
+    ["{'api_key': 'FAKEPY'}", `{'api_key': '${REDACTED}'}`],
+    ['run --token=FAKEFLAG --v=2', `run --token=${REDACTED} --v=2`],
+    ['key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIFAKE\n-----END RSA PRIVATE KEY-----\ndone', `key:\n-----BEGIN RSA PRIVATE KEY-----${REDACTED}-----END RSA PRIVATE KEY-----\ndone`],
+    ['-----BEGIN PRIVATE KEY-----\nMIIcut', `-----BEGIN PRIVATE KEY-----${REDACTED}`],
+    ['dial app:FAKEDSN@tcp(10.0.0.5:3306)', `dial app:${REDACTED}@tcp(10.0.0.5:3306)`],
+    ['X-Api-Key: FAKEK', `X-Api-Key: ${REDACTED}`],
+  ];
+  for (const [input, want] of cases) t.equal(redactLogText(input), want, input.slice(0, 40));
+  // normal lines stay exactly as they were
+  for (const line of [
+    'I0101 12:00:00.000000     702 kubelet.go:2412] "SyncLoop (PLEG): event for pod" pod="default/lab" secret="default/db-creds"',
+    'E0101 12:00:01.000000     702 secret.go:194] Couldn\'t get secret default/db-creds: secret "db-creds" not found',
+    'time="2025-01-01T00:00:00Z" level=info msg="loading plugin" id=io.containerd.grpc.v1.cri type=io.containerd.grpc.v1',
+    'refreshing bearer token for service account default/app',
+    'error: token expired; password: rejected',
+    'max_tokens=512 tokens=30 session=3 auth=ok',
+    '10.0.0.1 - - "GET /healthz HTTP/1.1" 200 2 user@example.com',
+    'BEGIN PUBLIC KEY and -----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----',
+  ]) t.equal(redactLogText(line), line, line.slice(0, 50));
+  for (const [input] of cases) t.equal(redactLogText(redactLogText(input)), redactLogText(input), 'idempotent');
+});
+
+t.test('the new rules are linear on hostile 1 MiB texts (correctness asserted; the time is printed)', async (t) => {
+  const MiB = 1024 * 1024;
+  const hostile: [string, string][] = [
+    ['a=a=…', 'a='.repeat(MiB / 2)],
+    ['"a":"…', '"a":"'.repeat(MiB / 5)],
+    ['token="…', 'token="'.repeat(MiB / 7)],
+    ['a:b@tcp(…', 'a:b@tcp('.repeat(MiB / 8)],
+    ['aaa…@tcp(', `${'a'.repeat(MiB)}@tcp(`],
+    ['NL  password: x…', '\n  password: x'.repeat(MiB / 15)],
+    ['password' + ' '.repeat(8) + '…', `password${' '.repeat(MiB)}`],
+    ['authorization:…', 'authorization: '.repeat(MiB / 15)],
+    ['-----BEGIN …', '-----BEGIN '.repeat(MiB / 11)],
+    ['a-a-a…', 'a-'.repeat(MiB / 2)],
+    ['redis-cli -a…', 'redis-cli -a '.repeat(MiB / 13)],
+  ];
+  const times: string[] = [];
+  for (const [name, s] of hostile) {
+    const t0 = performance.now();
+    const a = redactLogText(s);
+    const b = redactText(s);
+    const c = redactArgs(['sh', '-c', s]);
+    times.push(`${name} ${(performance.now() - t0).toFixed(1)} ms`);
+    t.ok(typeof a === 'string' && typeof b === 'string' && c.length === 3, name);
+  }
+  t.comment(`redactLogText + redactText + redactArgs per 1 MiB input: ${times.join(', ')}`);
 });
