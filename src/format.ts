@@ -78,3 +78,54 @@ export function parseDuration(text: string): number | null {
 export function formatDuration(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
 }
+
+/*
+ * Text for a terminal. Everything the node holds is written by tenants, and a
+ * terminal obeys the control characters in what it prints: ESC[2K erases a row,
+ * ESC]0;…BEL retitles the window, ESC[8m hides what follows, a CR rewrites a line,
+ * U+202E reorders it (Trojan Source). So every C0 control (U+0000–U+001F, tab,
+ * newline and carriage return included), DEL, every C1 control (U+0080–U+009F:
+ * U+009B is CSI on its own) and the bidi embeddings, overrides and isolates
+ * (U+202A–U+202E, U+2066–U+2069) are written as visible, inert escapes. Since
+ * every escape sequence starts with ESC or a C1 control, none survives.
+ *
+ * The form is the C string escape that systemd's cescape() writes for journalctl
+ * and the kernel writes in /dev/kmsg: `\x1b` for ESC, `\x7f` for DEL, and `\t`,
+ * `\n`, `\r` for tab, newline and carriage return (a text field stays one line:
+ * a record cannot forge the line after it). Above U+007F the code point is written
+ * `\u009b`, `\u202e`, so an escape never reads as a byte of UTF-8. A backslash is
+ * kept as it is: the escapes are for reading, not a reversible encoding.
+ *
+ * `keepNewlines` keeps U+000A, for whole text answers whose lines are already
+ * split (fields inside them escaped with the default). `json` writes the JSON
+ * escape `\u001b` for every escaped character and keeps tab, newline and CR: in a
+ * JSON document those can only be whitespace between tokens and every other
+ * escaped character only sits inside a string, so the document stays valid and
+ * parses to the same value.
+ *
+ * One pass of a single character class over the string: linear, no
+ * backtracking; the result is at most 6 times the input (a bidi control).
+ */
+// eslint-disable-next-line no-control-regex
+const TERMINAL_ALL = /[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
+// eslint-disable-next-line no-control-regex
+const TERMINAL_LINES = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
+// eslint-disable-next-line no-control-regex
+const TERMINAL_JSON = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/g;
+const SHORT: Record<string, string> = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+const C_FORM: Record<string, string> = {};
+const JSON_FORM: Record<string, string> = {};
+for (const [from, to] of [[0x00, 0x1f], [0x7f, 0x9f], [0x202a, 0x202e], [0x2066, 0x2069]] as const) {
+  for (let code = from; code <= to; code++) {
+    const c = String.fromCharCode(code);
+    C_FORM[c] = SHORT[c] ?? (code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`);
+    JSON_FORM[c] = `\\u${code.toString(16).padStart(4, '0')}`;
+  }
+}
+const cEscape = (c: string): string => C_FORM[c]!;
+const jsonEscape = (c: string): string => JSON_FORM[c]!;
+
+export function escapeTerminal(s: string, opts: { keepNewlines?: boolean; json?: boolean } = {}): string {
+  if (opts.json) return s.replace(TERMINAL_JSON, jsonEscape);
+  return s.replace(opts.keepNewlines ? TERMINAL_LINES : TERMINAL_ALL, cEscape);
+}

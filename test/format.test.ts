@@ -1,6 +1,6 @@
 /** How sizes, times and excerpts read: the same in the text tables and in triage findings. */
 import t from 'tap';
-import { ago, clip, formatDuration, humanSize, parseDuration, percent, secondsSince, shortId, stateWord } from '../src/format.js';
+import { ago, clip, escapeTerminal, formatDuration, humanSize, parseDuration, percent, secondsSince, shortId, stateWord } from '../src/format.js';
 
 t.test('sizes are IEC, as kubelet and kubectl write limits (Mi, Gi)', async (t) => {
   const cases: [number, string][] = [
@@ -59,4 +59,47 @@ t.test('durations are written in the form the flags read back', async (t) => {
   t.equal(parseDuration('1.5s'), 1500);
   t.equal(parseDuration('1m30s'), 90_000);
   t.equal(parseDuration('2 s'), null);
+});
+
+t.test('escapeTerminal: every C0, DEL, C1 and bidi control written as a visible, inert escape', async (t) => {
+  // the observed shape: erase the row, up, erase the header, retitle the window, conceal the rest
+  t.equal(escapeTerminal('a\x1b[2K\x1b[1A\x1b]0;title\x07\x1b[8mb'), 'a\\x1b[2K\\x1b[1A\\x1b]0;title\\x07\\x1b[8mb');
+  t.equal(escapeTerminal('\x00\x01\x08\t\n\x0b\x0c\r\x1f\x7f'), '\\x00\\x01\\x08\\t\\n\\x0b\\x0c\\r\\x1f\\x7f');
+  t.equal(escapeTerminal('\u0080\u009b2J\u009d0;t\u009c\u009f'), '\\u0080\\u009b2J\\u009d0;t\\u009c\\u009f', 'C1 (CSI, OSC, ST as single characters)');
+  t.equal(escapeTerminal('\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069'), '\\u202a\\u202b\\u202c\\u202d\\u202e\\u2066\\u2067\\u2068\\u2069', 'bidi embeddings, overrides, isolates');
+  const kept = 'plain ASCII ~ \\x1b (a backslash is kept), ünïcödé ✓, \u00a0, \u200f, 日本, 😀';
+  t.equal(escapeTerminal(kept), kept, 'printable text, a backslash and other Unicode are untouched');
+  t.equal(escapeTerminal(''), '');
+  // every code point: the escaped form holds no control at all, and only the listed ones change
+  let all = '';
+  for (let c = 0; c < 0x2100; c++) all += String.fromCharCode(c);
+  const out = escapeTerminal(all);
+  // eslint-disable-next-line no-control-regex
+  t.notOk(/[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/.test(out));
+  t.equal(out.length, all.length + 29 * 3 + 3 * 1 + 3 + 32 * 5 + 9 * 5, 'C0 as \\xNN (tab, newline, CR as \\t \\n \\r), DEL \\x7f, C1 and bidi as \\uNNNN');
+});
+
+t.test('escapeTerminal keepNewlines: a whole text answer keeps its lines, nothing else', async (t) => {
+  t.equal(escapeTerminal('row 1\nrow\t2\r\n\x1b[2J', { keepNewlines: true }), 'row 1\nrow\\t2\\r\n\\x1b[2J');
+});
+
+t.test('escapeTerminal json: the same JSON document, with no control left in it', async (t) => {
+  const value = { cmd: 'a\u009b2J\u202eb\x7f', nested: [{ 'k\u2066': 'v\u0085' }], n: 1 };
+  for (const doc of [JSON.stringify(value), JSON.stringify(value, null, 2), JSON.stringify(value, null, '\t')]) {
+    const out = escapeTerminal(doc, { json: true });
+    t.same(JSON.parse(out), value, 'parses to the same value');
+    // eslint-disable-next-line no-control-regex
+    t.notOk(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/.test(out), 'only JSON whitespace is left');
+    t.match(out, '\\u009b2J\\u202eb\\u007f');
+  }
+  t.equal(escapeTerminal('{"a":"\x1b"}', { json: true }), '{"a":"\\u001b"}', 'a raw control (invalid JSON) is escaped too');
+});
+
+t.test('escapeTerminal is one pass of a character class: a large hostile input is escaped whole', async (t) => {
+  const n = 1 << 20;
+  const hostile = '\x1b['.repeat(n);
+  const out = escapeTerminal(hostile);
+  t.equal(out.length, n * 5);
+  t.ok(out.startsWith('\\x1b[\\x1b['));
+  t.equal(escapeTerminal('a'.repeat(n)), 'a'.repeat(n), 'text without controls comes back unchanged');
 });
