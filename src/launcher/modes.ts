@@ -8,6 +8,7 @@ import { rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { defaultBundleName } from '../bundle/format.js';
+import { escapeTerminal } from '../format.js';
 import type { Proc } from './kubectl.js';
 import { formatSeconds, type AttachOptions } from './options.js';
 import { StepFailed, type Session } from './session.js';
@@ -43,13 +44,25 @@ export async function getPaths(s: Session, o: AttachOptions, port: number): Prom
     } catch (err) {
       throw new StepFailed(`GET ${path}: ${(err as Error).message}`);
     }
-    s.io.out(body.endsWith('\n') ? body : `${body}\n`);
+    const shown = printable(body, res.headers.get('content-type'));
+    s.io.out(shown.endsWith('\n') ? shown : `${shown}\n`);
     if (!res.ok) {
       s.say(`GET ${path}: ${res.status}`);
       code = 1;
     }
   }
   return code;
+}
+
+/**
+ * An answer as --get prints it, to the user's terminal: no control character of the
+ * node's content reaches it. A JSON answer stays the same JSON (a C1 control or a bidi
+ * override, which JSON.stringify leaves as they are, written as its \u escape); any
+ * other answer keeps its line breaks and has every other control written as its
+ * visible escape (src/format.ts escapeTerminal).
+ */
+export function printable(body: string, contentType: string | null): string {
+  return escapeTerminal(body, /json/i.test(contentType ?? '') ? { json: true } : { keepNewlines: true });
 }
 
 /** 4. Interactive: print curl lines and hold the session until Ctrl-C (exit 0) or the forward ends (a failure). */
