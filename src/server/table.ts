@@ -1,7 +1,13 @@
 /**
  * Aligned, curl-friendly text tables in the style of crictl's tabwriter output.
  * Only the layout: how cells are written (sizes, ages, ids) is src/format.ts.
+ * Every cell passes escapeTerminal: a control character in a cell (a tab, a
+ * newline, ESC, a C1 control, a bidi override) is written as its visible escape
+ * (`\t`, `\n`, `\x1b`, `\u202e`), so a row stays one line, the columns stay
+ * aligned and nothing a tenant wrote can move the cursor or restyle the terminal.
  */
+import { escapeTerminal } from '../format.js';
+
 export interface Table {
   columns: string[];
   rows: (string | number | boolean | null | undefined)[][];
@@ -10,7 +16,7 @@ export interface Table {
 const PADDING = 3;
 
 export function renderTable({ columns, rows }: Table): string {
-  const cells = [columns, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? '' : String(c).replace(/[\r\n\t]/g, ' '))))];
+  const cells = [columns, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? '' : escapeTerminal(String(c)))))];
   const widths = columns.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
   return (
     cells

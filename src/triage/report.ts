@@ -2,6 +2,7 @@
 import type { Finding, Severity, SourceOutcome, TriageReport, Verdict } from '../model/triage.js';
 import { runRules, RULES, type Rule } from './rules/index.js';
 import type { Outcome } from '../util/deadline.js';
+import { escapeTerminal } from '../format.js';
 import { gatherSnapshot, type GatherOptions, type TriageSnapshot, type TriageSources } from './snapshot.js';
 
 const ORDER: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
@@ -71,35 +72,42 @@ const COLORS: Record<Severity | 'ok', string> = { critical: '\x1b[1;31m', warnin
 const RESET = '\x1b[0m';
 const DIM = '\x1b[2m';
 
-/** The report for a terminal: one block per finding, evidence indented, the next step last. */
+/**
+ * The report for a terminal: one block per finding, evidence indented, the next step last.
+ * Every value in it passes escapeTerminal (`x` below): titles, details, hints and
+ * evidence quote what the node's tenants wrote (log lines, command lines, file
+ * contents), and a report read from a bundle is whatever the bundle holds. Only the
+ * colours added here reach the terminal as control sequences.
+ */
 export function renderText(r: TriageReport & { warnings?: string[] }, opts: { color?: boolean } = {}): string {
-  const c = (k: Severity | 'ok' | 'dim', s: string) => (opts.color ? `${k === 'dim' ? DIM : COLORS[k]}${s}${RESET}` : s);
+  const x = (v: unknown) => escapeTerminal(String(v ?? ''));
+  const c = (k: Severity | 'ok' | 'dim', s: string) => (opts.color ? `${k === 'dim' ? DIM : (COLORS[k] ?? '')}${s}${RESET}` : s);
   const lines: string[] = [];
-  const verdict = r.verdict === 'ok' ? c('ok', 'OK') : c(r.verdict, r.verdict.toUpperCase());
-  lines.push(`nodetruth triage of ${r.node} at ${r.takenAt}: ${verdict} (${r.counts.critical} critical, ${r.counts.warning} warning, ${r.counts.info} info)`);
+  const verdict = r.verdict === 'ok' ? c('ok', 'OK') : c(r.verdict, x(r.verdict).toUpperCase());
+  lines.push(`nodetruth triage of ${x(r.node)} at ${x(r.takenAt)}: ${verdict} (${x(r.counts.critical)} critical, ${x(r.counts.warning)} warning, ${x(r.counts.info)} info)`);
   const down = Object.entries(r.sources).filter(([, o]) => !o.ok);
-  if (down.length > 0) lines.push(c('dim', `sources that did not answer: ${down.map(([k]) => k).join(', ')}`));
+  if (down.length > 0) lines.push(c('dim', `sources that did not answer: ${down.map(([k]) => x(k)).join(', ')}`));
   const skipped = r.warnings ?? [];
   if (skipped.length > 0) {
     lines.push(c('dim', `skipped while reading (${skipped.length}):`));
-    for (const w of skipped.slice(0, 5)) lines.push(c('dim', `  ${w}`));
+    for (const w of skipped.slice(0, 5)) lines.push(c('dim', `  ${x(w)}`));
     if (skipped.length > 5) lines.push(c('dim', `  … ${skipped.length - 5} more (--json or /v1/triage lists them)`));
   }
   if (r.findings.length === 0) lines.push('', 'No findings: the runtime, kubelet, cgroups, disks, PIDs and recent logs look healthy.');
   for (const f of r.findings) {
     lines.push('');
-    lines.push(`${c(f.severity, f.severity.toUpperCase().padEnd(8))} ${f.title}  ${c('dim', `[${f.id}]`)}`);
-    lines.push(`         ${f.detail}`);
+    lines.push(`${c(f.severity, x(f.severity).toUpperCase().padEnd(8))} ${x(f.title)}  ${c('dim', `[${x(f.id)}]`)}`);
+    lines.push(`         ${x(f.detail)}`);
     for (const e of f.evidence) {
-      const ref = [e.path, e.call, e.cursor ? `cursor ${e.cursor.slice(0, 60)}${e.cursor.length > 60 ? '…' : ''}` : null, e.seq !== undefined ? `seq ${e.seq}` : null]
-        .filter(Boolean)
-        .join(' ');
-      const text = e.excerpt.split('\n');
-      lines.push(c('dim', `         ${e.source}${ref ? ` ${ref}` : ''}:`));
-      for (const t of text.slice(0, 6)) lines.push(c('dim', `           ${t}`));
+      const cursor = e.cursor ? x(String(e.cursor).slice(0, 60)) + (String(e.cursor).length > 60 ? '…' : '') : null;
+      const ref = [e.path ? x(e.path) : null, e.call ? x(e.call) : null, cursor ? `cursor ${cursor}` : null, e.seq !== undefined ? `seq ${x(e.seq)}` : null].filter(Boolean).join(' ');
+      // an excerpt keeps its lines (each escaped); any other control in it is written as its escape
+      const text = String(e.excerpt ?? '').split('\n');
+      lines.push(c('dim', `         ${x(e.source)}${ref ? ` ${ref}` : ''}:`));
+      for (const t of text.slice(0, 6)) lines.push(c('dim', `           ${x(t)}`));
       if (text.length > 6) lines.push(c('dim', `           … ${text.length - 6} more lines`));
     }
-    lines.push(`         → ${f.hint}`);
+    lines.push(`         → ${x(f.hint)}`);
   }
   return `${lines.join('\n')}\n`;
 }

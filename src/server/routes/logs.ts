@@ -11,6 +11,7 @@ import type { AppDeps } from '../app.js';
 import { followLimiter, sendFollow } from '../follow.js';
 import { requestSignal } from '../request-signal.js';
 import { badRequest } from '../../errors.js';
+import { escapeTerminal } from '../../format.js';
 import { idParams, query, repeated } from '../schemas.js';
 
 /** "true"/"false"/"1"/"0" as a query parameter */
@@ -75,7 +76,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
           follow: bool,
         }),
       },
-      config: { table: (b: { records?: Array<{ time: string; levelName: string; seq: number | null; text: string }> }) => (b.records ?? []).map((r) => `${r.time} ${r.levelName.padEnd(7)} [${r.seq ?? '-'}] ${r.text}`).join('\n') + '\n' },
+      config: { table: (b: { records?: Array<{ time: string; levelName: string; seq: number | null; text: string }> }) => (b.records ?? []).map((r) => `${r.time} ${r.levelName.padEnd(7)} [${r.seq ?? '-'}] ${escapeTerminal(r.text)}`).join('\n') + '\n' },
     },
     async (req, reply) => {
       const { sinceSeq, tailLines, pattern, follow } = req.query;
@@ -145,7 +146,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       config: {
         // a line cut at the 1 MiB line cap (PODLOG_LIMITS.maxLineBytes) says so in text too
         table: (b: { entries: Array<{ time: string; message: string; cut?: boolean }>; timestamps: boolean }) =>
-          b.entries.map((e) => (b.timestamps ? `${e.time} ${e.message}` : e.message) + (e.cut ? ' [cut: longer than the line cap]' : '')).join('\n') + (b.entries.length ? '\n' : ''),
+          b.entries.map((e) => (b.timestamps ? `${e.time} ${escapeTerminal(e.message)}` : escapeTerminal(e.message)) + (e.cut ? ' [cut: longer than the line cap]' : '')).join('\n') + (b.entries.length ? '\n' : ''),
       },
     },
     async (req, reply) => {
@@ -195,7 +196,14 @@ async function locate(deps: AppDeps, prefix: string): Promise<LogLocation> {
   });
 }
 
+/*
+ * The text forms of the log routes: one record a line, as journalctl -o short and
+ * kubectl logs print them. Every field a process or tenant wrote (message, identifier,
+ * a /var/log line) passes escapeTerminal: a newline inside a message is written `\n`,
+ * so a record can neither forge the line after it nor send its terminal a control
+ * sequence; the JSON form has the text exactly as the source holds it.
+ */
 function logText(b: { records?: Array<{ time: string; identifier: string | null; pid: number | null; message: string }>; lines?: string[] }): string {
-  if (b.lines) return b.lines.join('\n') + (b.lines.length ? '\n' : '');
-  return (b.records ?? []).map((r) => `${r.time} ${r.identifier ?? '-'}${r.pid !== null ? `[${r.pid}]` : ''}: ${r.message}`).join('\n') + '\n';
+  if (b.lines) return b.lines.map((l) => escapeTerminal(l)).join('\n') + (b.lines.length ? '\n' : '');
+  return (b.records ?? []).map((r) => `${r.time} ${r.identifier === null ? '-' : escapeTerminal(r.identifier)}${r.pid !== null ? `[${r.pid}]` : ''}: ${escapeTerminal(r.message)}`).join('\n') + '\n';
 }
