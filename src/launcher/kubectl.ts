@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { REMOTE_PORT, type AttachOptions } from './options.js';
+import { KUBECTL_DEBUG_LABEL, SESSION_ID_ENV, SESSION_LABEL } from './secret.js';
 
 /** The kubectl argument lists the launcher runs, in order (exported for tests and --help). */
 export function kubectlArgs(o: AttachOptions) {
@@ -13,12 +14,33 @@ export function kubectlArgs(o: AttachOptions) {
     ...(o.namespace ? [`--namespace=${o.namespace}`] : []),
   ];
   return {
-    debug: [...global, 'debug', `node/${o.node}`, `--image=${o.image}`, '--profile=sysadmin', `--custom=${o.profilePath}`, '--', 'nodetruth', 'serve'],
-    deadline: (pod: string) => [...global, 'patch', `pod/${pod}`, '--type=merge', `--patch={"spec":{"activeDeadlineSeconds":${o.maxDurationSeconds}}}`],
+    /** `custom`: the session's copy of o.profilePath, with its id and token added (secret.ts) */
+    debug: (custom: string) => [...global, 'debug', `node/${o.node}`, `--image=${o.image}`, '--profile=sysadmin', `--custom=${custom}`, '--', 'nodetruth', 'serve'],
+    // the deadline, and the session's label (kubectl debug cannot set one at creation)
+    deadline: (pod: string, sessionId: string) => [
+      ...global,
+      'patch',
+      `pod/${pod}`,
+      '--type=merge',
+      `--patch={"metadata":{"labels":{"${SESSION_LABEL}":"${sessionId}"}},"spec":{"activeDeadlineSeconds":${o.maxDurationSeconds}}}`,
+    ],
+    /** The debug pods of this node, as "name<TAB>session id" lines: how a pod whose name kubectl's output did not give is found. */
+    findSession: () => [
+      ...global,
+      'get',
+      'pods',
+      `--selector=${KUBECTL_DEBUG_LABEL}`,
+      `--field-selector=spec.nodeName=${o.node}`,
+      `--output=jsonpath={range .items[*]}{.metadata.name}{"\\t"}{.spec.containers[0].env[?(@.name=="${SESSION_ID_ENV}")].value}{"\\n"}{end}`,
+      '--request-timeout=20s',
+    ],
     wait: (pod: string) => [...global, 'wait', '--for=condition=Ready', `pod/${pod}`, `--timeout=${o.timeout}`],
-    portForward: (pod: string) => [...global, 'port-forward', `pod/${pod}`, `${o.port === 0 ? '' : o.port}:${REMOTE_PORT}`, '--address=127.0.0.1'],
+    // any free local port: the launcher's own proxy (proxy.ts) listens on --port and adds the session's token
+    portForward: (pod: string) => [...global, 'port-forward', `pod/${pod}`, `:${REMOTE_PORT}`, '--address=127.0.0.1'],
     logs: (pod: string) => [...global, 'logs', `pod/${pod}`, '--tail=20'],
     delete: (pod: string) => [...global, 'delete', 'pod', pod, '--wait=false', '--ignore-not-found'],
+    /** for the user, when the launcher could not delete the pod: it carries the label once the deadline patch ran */
+    deleteSession: (sessionId: string) => [...global, 'delete', 'pod', `--selector=${SESSION_LABEL}=${sessionId}`, '--wait=false'],
   };
 }
 

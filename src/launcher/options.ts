@@ -11,7 +11,25 @@ import { VERSION } from '../version.js';
 
 /** Where nodetruth listens inside the debug pod: its default loopback address. */
 export const REMOTE_PORT = 7070;
-export const DEFAULT_IMAGE = `ghcr.io/nodetruth/nodetruth:${VERSION}`;
+/**
+ * The digest of the image published as ghcr.io/nodetruth/nodetruth:<version>, for the
+ * release step that pushes the image before it packs the launcher to write here; null
+ * while none is known (no image is published yet, and a build cannot know the digest of
+ * an image built after it). Then the default is the version's tag, never a moving one
+ * such as latest; an --image given with @sha256:<digest> is used as given.
+ */
+export const IMAGE_DIGEST: string | null = null;
+export const imageRef = (repoTag: string, digest: string | null): string => (digest ? `${repoTag}@${digest}` : repoTag);
+export const DEFAULT_IMAGE = imageRef(`ghcr.io/nodetruth/nodetruth:${VERSION}`, IMAGE_DIGEST);
+const DIGEST = /@sha256:[0-9a-f]{64}$/;
+
+/** An image named by no digest and by latest or no tag at all: what it names can change between two pulls. */
+export function movableImage(image: string): boolean {
+  if (DIGEST.test(image)) return false;
+  const name = image.slice(image.lastIndexOf('/') + 1);
+  const colon = name.lastIndexOf(':');
+  return colon < 0 || name.slice(colon + 1) === 'latest';
+}
 /** How long a debug pod may live (activeDeadlineSeconds): a session, not a deployment. */
 export const DEFAULT_MAX_DURATION = '4h';
 const MAX_DURATION_BOUNDS_S = { min: 60, max: 7 * 24 * 3600 };
@@ -22,7 +40,9 @@ const notAFlag = (what: string) => z.string().min(1).refine((s) => !s.startsWith
 
 const optionsSchema = z.object({
   node: z.string().regex(DNS1123_SUBDOMAIN, 'node: expected a node name (DNS-1123 subdomain)'),
-  image: notAFlag('--image').refine((s) => !/\s/.test(s), '--image must not contain whitespace'),
+  image: notAFlag('--image')
+    .refine((s) => !/\s/.test(s), '--image must not contain whitespace')
+    .refine((s) => !s.includes('@') || DIGEST.test(s), '--image: a digest must be @sha256: and 64 lowercase hex digits'),
   namespace: z.string().regex(DNS1123_LABEL, '--namespace: expected a namespace name (DNS-1123 label)').nullable(),
   port: z.coerce.number().int().min(0, '--port: 0..65535').max(65535, '--port: 0..65535'),
   kubeconfig: notAFlag('--kubeconfig').nullable(),
@@ -57,7 +77,9 @@ Flags:
   --image IMAGE          nodetruth image (default ${DEFAULT_IMAGE}; env NODETRUTH_IMAGE)
   -n, --namespace NS     namespace of the debug pod (default: the context's); it must allow
                          privileged pods (Pod Security "privileged")
-  --port PORT            local port on 127.0.0.1 (default ${REMOTE_PORT}; 0 picks a free one)
+  --port PORT            local port on 127.0.0.1 (default ${REMOTE_PORT}; 0 picks a free one); the
+                         launcher adds the session's secret token to what it passes on,
+                         and the agent in the pod answers nothing without it
   --kubeconfig FILE      passed to kubectl
   --context NAME         passed to kubectl
   --profile-path FILE    custom debug profile (default: the packaged deploy/debug-profile.yaml)

@@ -4,6 +4,7 @@
  * way out). The steps (pod.ts, forward.ts, modes.ts) run through it.
  */
 import { run, running, type Io, type Proc } from './kubectl.js';
+import { newSessionSecret, type SessionSecret } from './secret.js';
 
 /** A signal ended the session: exit 130 (SIGINT) or 143. */
 export class Stopped extends Error {
@@ -25,8 +26,10 @@ export class StepFailed extends Error {
 const SIGNALS: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export class Session {
-  /** the debug pod, once kubectl debug printed its name */
+  /** the debug pod, once kubectl debug printed its name (or it was found by the session's id) */
   pod: string | null = null;
+  /** this session's id and token (secret.ts): the token only ever leaves in the pod spec and the proxy's requests */
+  readonly secret: SessionSecret = newSessionSecret();
   stopSignal: NodeJS.Signals | null = null;
   /** resolves when a signal ends the session */
   readonly stopped: Promise<void>;

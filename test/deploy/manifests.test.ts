@@ -323,7 +323,7 @@ t.test('the kubectl debug profile: a partial container kubectl accepts, matching
   t.equal(p.readinessProbe.httpGet.host, '127.0.0.1', 'loopback: the pod is in the host network');
   t.ok(OPEN_ROUTES.has(p.readinessProbe.httpGet.path));
   // what the debug pod runs is a command the agent accepts, and it listens where the probe looks
-  const debug = kubectlArgs(parseAttachArgs(['node-1'], {})).debug;
+  const debug = kubectlArgs(parseAttachArgs(['node-1'], {})).debug('profile.json');
   const cmd = debug.slice(debug.indexOf('--') + 1);
   t.same(cmd.slice(0, 2), ['nodetruth', 'serve']);
   const { config } = loadConfig(cmd.slice(2), { NODETRUTH_HOST_ROOT: '/host', NODE_NAME: 'node-1' });

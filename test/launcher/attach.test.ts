@@ -5,9 +5,12 @@
  */
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
+import { existsSync, statSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
-import { attach, curlLines, DEFAULT_IMAGE, DEFAULT_PROFILE, kubectlArgs, parseAttachArgs, UsageError, type AttachOptions } from '../../src/launcher/attach.js';
+import { loadConfig } from '../../src/config.js';
+import { attach, curlLines, DEFAULT_IMAGE, DEFAULT_PROFILE, IMAGE_DIGEST, kubectlArgs, movableImage, parseAttachArgs, UsageError, type AttachOptions } from '../../src/launcher/attach.js';
 import { FAKE_POD_SUFFIX, installFakeKubectl, type FakeKubectl } from '../helpers/fake-kubectl.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -45,7 +48,7 @@ const alive = (pid: number) => {
 t.test('flags are validated before anything runs, and become --flag=value arguments', async (t) => {
   const o = parseAttachArgs(['node-1', '-n', 'nodetruth', '--port', '0', '--context', 'arn:aws:eks:eu-west-1:1:cluster/prod', '--kubeconfig', '/k/config', '--image', 'reg.example/nt:1', '--timeout', '90s'], {});
   const k = kubectlArgs(o);
-  t.same(k.debug, [
+  t.same(k.debug(DEFAULT_PROFILE), [
     '--kubeconfig=/k/config',
     '--context=arn:aws:eks:eu-west-1:1:cluster/prod',
     '--namespace=nodetruth',
@@ -100,8 +103,8 @@ t.test('--get: debug, wait, port-forward, fetch, then delete; exit 0', (t) =>
     t.equal(code, 0, c.err());
     t.same(fake.verbs(), ['debug', 'patch', 'wait', 'port-forward', 'delete']);
     const calls = fake.calls().filter((x) => x.argv);
-    t.same(calls[0]!.argv, ['debug', 'node/node-1', `--image=${DEFAULT_IMAGE}`, '--profile=sysadmin', `--custom=${DEFAULT_PROFILE}`, '--', 'nodetruth', 'serve']);
-    t.same(calls[1]!.argv, ['patch', `pod/${POD}`, '--type=merge', '--patch={"spec":{"activeDeadlineSeconds":14400}}'], 'a 4h deadline by default');
+    t.match(calls[0]!.argv, ['debug', 'node/node-1', `--image=${DEFAULT_IMAGE}`, '--profile=sysadmin', /^--custom=.*\/nodetruth-attach-[^/]+\/profile\.json$/, '--', 'nodetruth', 'serve']);
+    t.match(calls[1]!.argv, ['patch', `pod/${POD}`, '--type=merge', /^--patch=\{"metadata":\{"labels":\{"nodetruth.dev\/session":"[0-9a-f]{16}"\}\},"spec":\{"activeDeadlineSeconds":14400\}\}$/], 'a 4h deadline by default');
     t.same(calls[2]!.argv, ['wait', '--for=condition=Ready', `pod/${POD}`, '--timeout=2m']);
     t.same(calls[3]!.argv, ['port-forward', `pod/${POD}`, ':7070', '--address=127.0.0.1']);
     t.same(calls[4]!.argv, ['delete', 'pod', POD, '--wait=false', '--ignore-not-found']);
@@ -144,9 +147,10 @@ t.test('--max-duration becomes the pod\'s activeDeadlineSeconds, set before the 
     const code = await attach(opts(['--port', '0', '--max-duration', '90m', '-n', 'nodetruth', '--get', '/healthz']), c.io, new EventEmitter());
     t.equal(code, 0, c.err());
     const patch = fake.calls().find((x) => x.argv?.includes('patch'))!;
-    t.same(patch.argv, ['--namespace=nodetruth', 'patch', `pod/${POD}`, '--type=merge', '--patch={"spec":{"activeDeadlineSeconds":5400}}']);
-    // what the API server would receive: a merge patch that only adds the pod-level field
-    t.same(JSON.parse(patch.argv!.at(-1)!.slice('--patch='.length)), { spec: { activeDeadlineSeconds: 5400 } });
+    t.same(patch.argv!.slice(0, 4), ['--namespace=nodetruth', 'patch', `pod/${POD}`, '--type=merge']);
+    // what the API server would receive: a merge patch that only adds the pod-level field and the session's label
+    t.match(JSON.parse(patch.argv!.at(-1)!.slice('--patch='.length)), { metadata: { labels: { 'nodetruth.dev/session': /^[0-9a-f]{16}$/ } }, spec: { activeDeadlineSeconds: 5400 } });
+    t.same(fake.pods()[0]?.activeDeadlineSeconds ?? 5400, 5400);
   }),
 );
 
@@ -261,5 +265,160 @@ t.test('the real command: curl lines, a working forward, then Ctrl-C (SIGINT) de
     t.match(err, `pod "${POD}" deleted from default namespace`);
     const forward = fake.calls().find((x) => x.argv?.includes('port-forward'))!;
     t.notOk(alive(forward.pid), 'kubectl port-forward is not left running');
+  }),
+);
+
+/** The env values of the debug pod as the fake API server holds it (created from the --custom profile kubectl read). */
+const podEnv = (fake: FakeKubectl, name = POD) => new Map((fake.pods().find((p) => p.name === name)?.env ?? []).map((e) => [e.name, e.value]));
+/** The pods' env as kubectl debug read it from --custom, one map per debug call. */
+const customEnvs = (fake: FakeKubectl) =>
+  fake
+    .calls()
+    .filter((x) => x.custom !== undefined)
+    .map((x) => new Map(((x.custom?.env ?? []) as { name: string; value?: string }[]).map((e) => [e.name, e.value])));
+
+t.test('the debug pod carries a fresh per-session token and id in its env, and the patch labels it; the token is shown nowhere', (t) =>
+  withFake(t, { FAKE_KUBECTL_WAIT: 'hang' }, async (fake) => {
+    const c = capture();
+    const signals = new EventEmitter();
+    const running = attach(opts(['--port', '0']), c.io, signals);
+    for (let i = 0; i < 200 && !fake.verbs().includes('wait'); i++) await new Promise((r) => setTimeout(r, 25));
+    const env = podEnv(fake);
+    const token = env.get('NODETRUTH_SESSION_TOKEN');
+    const id = env.get('NODETRUTH_SESSION_ID');
+    t.match(token, /^[A-Za-z0-9_-]{43}$/, '32 random bytes, base64url');
+    t.match(id, /^[0-9a-f]{16}$/);
+    const custom = fake.calls().find((x) => x.custom !== undefined)!.custom!;
+    // the user's profile is kept, with the session's values added
+    t.match(custom, { readinessProbe: { httpGet: { path: '/healthz', port: 7070 } }, volumeMounts: [{ name: 'host-root', readOnly: true }] });
+    t.ok(env.has('NODETRUTH_HOST_ROOT') && env.has('NODE_OPTIONS'), "the profile's own env stays");
+    // the agent accepts what the pod gets: the config it would load from that env
+    t.equal(loadConfig([], { NODETRUTH_SESSION_TOKEN: token, NODETRUTH_HOST_ROOT: '/', NODE_NAME: 'node-1' }).config.sessionToken, token);
+    t.same(fake.pods()[0]!.labels, { 'app.kubernetes.io/managed-by': 'kubectl-debug', 'nodetruth.dev/session': id }, 'labelled by the deadline patch');
+    t.equal(fake.pods()[0]!.activeDeadlineSeconds, 14400);
+    // the session's copy of the profile is gone once kubectl debug has read it
+    const custom0 = fake.calls().find((x) => x.argv?.includes('debug'))!.argv!.find((a) => a.startsWith('--custom='))!.slice('--custom='.length);
+    t.notOk(existsSync(custom0), 'the profile copy holding the token is removed');
+    t.equal(statSync(path.dirname(path.dirname(custom0))).isDirectory(), true);
+    signals.emit('SIGINT', 'SIGINT');
+    t.equal(await running, 130);
+    // nowhere on a command line, nor in anything printed
+    t.notOk(fake.calls().some((x) => x.argv?.some((a) => a.includes(token!))), 'not on any kubectl command line');
+    t.notOk(c.out().includes(token!) || c.err().includes(token!), 'not printed');
+    t.same(fake.pods(), [], 'deleted');
+  }),
+);
+
+t.test('every session has its own token and id', (t) =>
+  withFake(t, { FAKE_KUBECTL_PATCH: 'forbidden' }, async (fake) => {
+    await attach(opts(), capture().io, new EventEmitter());
+    await attach(opts(), capture().io, new EventEmitter());
+    const [a, b] = customEnvs(fake);
+    t.ok(a && b);
+    t.not(a!.get('NODETRUTH_SESSION_TOKEN'), b!.get('NODETRUTH_SESSION_TOKEN'));
+    t.not(a!.get('NODETRUTH_SESSION_ID'), b!.get('NODETRUTH_SESSION_ID'));
+  }),
+);
+
+t.test('the launcher\'s port adds the token and replaces one the client sent; kubectl\'s own forward answers 401 without it', (t) =>
+  withFake(t, {}, async (fake) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'attach', 'node-1', '--port', '0'], { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    const exited = new Promise<number | null>((r) => child.once('close', (code) => r(code)));
+    for (let i = 0; i < 1200 && !out.includes('/metrics'); i++) await new Promise((r) => setTimeout(r, 50));
+    const url = /'(http:[^']+)'/.exec(out.split('\n').find((l) => l.includes('/v1/triage'))!)![1]!;
+    t.equal((await fetch(url)).status, 200, 'through the launcher');
+    t.equal((await fetch(url, { headers: { 'x-nodetruth-session': 'guessed-by-a-neighbour' } })).status, 200, "a client's own header is replaced, not passed on");
+    // kubectl's forward (a random port) is what another host-network pod reaches on the node: no token, no answer
+    const fwdPort = fake.calls().find((x) => x.forwarding)?.forwarding;
+    t.ok(fwdPort, "kubectl's forward listens");
+    const direct = await fetch(`http://127.0.0.1:${fwdPort}/v1/triage?format=text`);
+    t.equal(direct.status, 401, 'the agent side refuses a request without the token');
+    t.equal((await fetch(`http://127.0.0.1:${fwdPort}/healthz`)).status, 200, '/healthz stays open');
+    t.match(err, 'answering for node node-1');
+    child.kill('SIGINT');
+    t.equal(await exited, 0);
+    t.same(fake.pods(), []);
+  }),
+);
+
+t.test('kubectl\'s output does not name the pod: it is found by the session id, given its deadline and label, and deleted', (t) =>
+  withFake(t, { FAKE_KUBECTL_DEBUG: 'unparsable' }, async (fake) => {
+    const c = capture();
+    const code = await attach(opts(['--port', '0', '--get', '/healthz']), c.io, new EventEmitter());
+    t.equal(code, 0, c.err());
+    t.same(fake.verbs(), ['debug', 'get', 'patch', 'wait', 'port-forward', 'delete']);
+    const calls = fake.calls().filter((x) => x.argv);
+    t.match(calls[1]!.argv, ['get', 'pods', '--selector=app.kubernetes.io/managed-by=kubectl-debug', '--field-selector=spec.nodeName=node-1', /^--output=jsonpath=/, '--request-timeout=20s']);
+    t.match(calls[2]!.argv, ['patch', `pod/${POD}`, '--type=merge', /activeDeadlineSeconds":14400/]);
+    t.same(calls[5]!.argv, ['delete', 'pod', POD, '--wait=false', '--ignore-not-found']);
+    t.match(c.err(), `found this session's debug pod ${POD}`);
+    t.same(fake.pods(), [], 'no pod left behind');
+  }),
+);
+
+t.test('kubectl debug fails after the API server created the pod, without naming it: the pod is still found and deleted', (t) =>
+  withFake(t, { FAKE_KUBECTL_DEBUG: 'unparsable-fail' }, async (fake) => {
+    const c = capture();
+    t.equal(await attach(opts(), c.io, new EventEmitter()), 1);
+    t.same(fake.verbs(), ['debug', 'get', 'delete']);
+    t.match(c.err(), 'context deadline exceeded');
+    t.same(fake.pods(), [], 'no privileged pod left without a deadline');
+  }),
+);
+
+t.test("another session's debug pod on the same node is never taken for this one", (t) =>
+  withFake(t, { FAKE_KUBECTL_DEBUG: 'unparsable-fail' }, async (fake) => {
+    // a colleague's session: created, named, still running
+    process.env.FAKE_KUBECTL_DEBUG = 'ok';
+    process.env.FAKE_KUBECTL_WAIT = 'hang';
+    const theirs = new EventEmitter();
+    const other = attach(opts(), capture().io, theirs);
+    for (let i = 0; i < 200 && !fake.verbs().includes('wait'); i++) await new Promise((r) => setTimeout(r, 25));
+    process.env.FAKE_KUBECTL_DEBUG = 'unparsable-fail';
+    process.env.FAKE_KUBECTL_SUFFIX = 'b4c6d';
+    const c = capture();
+    t.equal(await attach(opts(), c.io, new EventEmitter()), 1);
+    t.same(
+      fake.pods().map((p) => p.name),
+      [POD],
+      "ours (node-debugger-node-1-b4c6d, found by its own id) is deleted; theirs is not touched",
+    );
+    t.same(fake.calls().filter((x) => x.argv?.includes('delete')).map((x) => x.argv!.at(2)), ['node-debugger-node-1-b4c6d']);
+    theirs.emit('SIGINT', 'SIGINT');
+    await other;
+  }),
+);
+
+t.test('the pod cannot be looked up (no list right): how to find it is said', (t) =>
+  withFake(t, { FAKE_KUBECTL_DEBUG: 'unparsable-fail', FAKE_KUBECTL_GET: 'forbidden' }, async (fake) => {
+    const c = capture();
+    t.equal(await attach(opts(['-n', 'nodetruth-attach']), c.io, new EventEmitter()), 1);
+    t.same(fake.verbs(), ['debug', 'get']);
+    t.match(c.err(), /look yourself: kubectl get pods --namespace=nodetruth-attach --selector=app.kubernetes.io\/managed-by=kubectl-debug --field-selector=spec.nodeName=node-1, and delete the one whose env NODETRUTH_SESSION_ID is [0-9a-f]{16}/);
+  }),
+);
+
+t.test('the image: the default names the version, never a moving tag; a digest is kept; a movable one is warned about', async (t) => {
+  t.match(DEFAULT_IMAGE, /^ghcr\.io\/nodetruth\/nodetruth:\d+\.\d+\.\d+(@sha256:[0-9a-f]{64})?$/);
+  t.equal(IMAGE_DIGEST === null ? DEFAULT_IMAGE.includes('@') : DEFAULT_IMAGE.endsWith(`@${IMAGE_DIGEST}`), IMAGE_DIGEST !== null);
+  t.notOk(movableImage(DEFAULT_IMAGE));
+  const pinned = `reg.example:5000/nt:1.2.3@sha256:${'ab'.repeat(32)}`;
+  t.equal(opts(['--image', pinned]).image, pinned);
+  t.equal(kubectlArgs(opts(['--image', pinned])).debug('p')[2], `--image=${pinned}`, 'given to kubectl as given');
+  t.notOk(movableImage(pinned));
+  t.notOk(movableImage(`nt@sha256:${'0'.repeat(64)}`));
+  for (const m of ['nt', 'nt:latest', 'reg.example:5000/nt', 'reg.example:5000/nt:latest']) t.ok(movableImage(m), m);
+  for (const bad of ['nt@sha256:abc', `nt@sha512:${'a'.repeat(128)}`, `nt@SHA256:${'A'.repeat(64)}`]) t.throws(() => opts(['--image', bad]), UsageError, bad);
+});
+
+t.test('a movable --image is said before the pod is made', (t) =>
+  withFake(t, { FAKE_KUBECTL_PATCH: 'forbidden' }, async () => {
+    const c = capture();
+    await attach(opts(['--image', 'mirror.local/nodetruth:latest']), c.io, new EventEmitter());
+    t.match(c.err(), 'image mirror.local/nodetruth:latest is a movable tag');
   }),
 );
