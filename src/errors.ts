@@ -51,4 +51,13 @@ export const unavailable = (detail: string) => new Problem(503, 'Source unavaila
 /** The one item asked for exists but cannot be read (EISDIR, EACCES, ELOOP where a file should be): the reason, never a 500. */
 export const unreadable = (detail: string) => new Problem(503, 'Source unreadable', detail);
 
+/** No credential, or one the API server does not authenticate (RFC 9110 15.5.2; the caller sets WWW-Authenticate). */
+export const unauthorized = (detail: string) => new Problem(401, 'Unauthorized', detail);
+
+/** An authenticated caller without the permission the route needs. */
+export const forbidden = (detail: string) => new Problem(403, 'Forbidden', detail);
+
+/** A Host header that does not name this agent (RFC 9110 15.5.20). */
+export const misdirected = (detail: string) => new Problem(421, 'Misdirected request', detail);
+
 export const isProblem = (err: unknown): err is Problem => err instanceof Problem;

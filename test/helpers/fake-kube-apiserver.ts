@@ -51,7 +51,8 @@ export interface SarRequest {
   resourceAttributes: ResourceAttributes;
 }
 
-type Mode = 'ok' | 'error500' | 'hang' | 'forbidden';
+/** `hold`: the request waits until release(), then is answered by the mode in force then (hold counting as ok) */
+type Mode = 'ok' | 'error500' | 'hang' | 'forbidden' | 'hold';
 
 export class FakeKubeApiServer {
   readonly server: Server;
@@ -67,6 +68,9 @@ export class FakeKubeApiServer {
   /** every request seen: method, path with query, parsed JSON body */
   readonly requests: { method: string; url: string; body: unknown; authorization: string | undefined }[] = [];
   private readonly hanging = new Set<ServerResponse>();
+  /** requests waiting in mode `hold`, and who waits for them to arrive */
+  private readonly held: (() => void)[] = [];
+  private heldWaiters: { n: number; resolve: () => void }[] = [];
   /** nodes GET /api/v1/nodes/<name> answers (kubectl debug node/<name> reads its node first) */
   nodes: object[] = [];
   /** every pod created through POST /api/v1/namespaces/<ns>/pods, as the server stored it */
@@ -93,6 +97,33 @@ export class FakeKubeApiServer {
     this.server.closeAllConnections();
     this.server.close();
     await once(this.server, 'close');
+  }
+
+  /** Requests held by mode `hold` and not yet released. */
+  get heldCount(): number {
+    return this.held.length;
+  }
+
+  /** Resolves once at least `n` requests are held. */
+  waitForHeld(n: number): Promise<void> {
+    if (this.held.length >= n) return Promise.resolve();
+    return new Promise((resolve) => this.heldWaiters.push({ n, resolve }));
+  }
+
+  /** Answer every held request, by the modes in force now (`hold` counting as ok); returns how many. */
+  release(): number {
+    const run = this.held.splice(0);
+    for (const answer of run) answer();
+    return run.length;
+  }
+
+  private hold(res: ServerResponse, answer: () => void): void {
+    this.hanging.add(res);
+    res.once('close', () => this.hanging.delete(res));
+    this.held.push(answer);
+    const ready = this.heldWaiters.filter((w) => this.held.length >= w.n);
+    this.heldWaiters = this.heldWaiters.filter((w) => this.held.length < w.n);
+    for (const w of ready) w.resolve();
   }
 
   count(pathPrefix: string): number {
@@ -158,7 +189,7 @@ export class FakeKubeApiServer {
 
   /** true when the mode took care of the response */
   private failed(mode: Mode, res: ServerResponse, resource: string): boolean {
-    if (mode === 'ok') return false;
+    if (mode === 'ok' || mode === 'hold') return false;
     if (mode === 'hang') {
       this.hanging.add(res);
       res.once('close', () => this.hanging.delete(res));
@@ -201,7 +232,8 @@ export class FakeKubeApiServer {
     json(res, 201, pod);
   }
 
-  private tokenReview(body: unknown, res: ServerResponse): void {
+  private tokenReview(body: unknown, res: ServerResponse, released = false): void {
+    if (!released && this.mode.tokenreviews === 'hold') return this.hold(res, () => this.tokenReview(body, res, true));
     if (this.failed(this.mode.tokenreviews, res, 'tokenreviews')) return;
     const spec = (body as { spec?: { token?: string; audiences?: string[] } })?.spec ?? {};
     const user = spec.token ? this.tokens.get(spec.token) : undefined;
@@ -220,7 +252,8 @@ export class FakeKubeApiServer {
     json(res, 201, { kind: 'TokenReview', apiVersion: 'authentication.k8s.io/v1', metadata: { creationTimestamp: null }, spec, status });
   }
 
-  private sar(body: unknown, res: ServerResponse): void {
+  private sar(body: unknown, res: ServerResponse, released = false): void {
+    if (!released && this.mode.subjectaccessreviews === 'hold') return this.hold(res, () => this.sar(body, res, true));
     if (this.failed(this.mode.subjectaccessreviews, res, 'subjectaccessreviews')) return;
     const spec = (body as { spec?: { user?: string; groups?: string[]; uid?: string; resourceAttributes?: ResourceAttributes } })?.spec ?? {};
     const r = this.authorize({ user: spec.user ?? '', groups: spec.groups ?? [], ...(spec.uid ? { uid: spec.uid } : {}), resourceAttributes: spec.resourceAttributes ?? {} });

@@ -2,6 +2,9 @@
  * --auth kubernetes against the fake API server: TokenReview then
  * SubjectAccessReview on nodes/proxy of this node, cached by token hash,
  * problem+json 401/403, identity in the audit line, token never logged.
+ * Requests are injected, each token from an address of its own (light-my-request's
+ * remoteAddress) unless a test is about one address: the review budget is per address.
+ * Through the real HTTP server from several loopback addresses: auth-admission.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,21 +51,29 @@ t.teardown(async () => {
   RESOURCE = { resource: resource!, subresource };
 }
 const RES_TEXT = agent.deps.config.authResource;
-const get = (url: string, token?: string) => agent.app.inject({ method: 'GET', url, headers: token ? { authorization: `Bearer ${token}` } : {} });
+/** A source address of each token's own, so the tests here never share one address's review budget. */
+const addresses = new Map<string, string>();
+const addressOf = (token: string) => {
+  let a = addresses.get(token);
+  if (!a) addresses.set(token, (a = `10.77.${addresses.size >> 8}.${addresses.size & 255}`));
+  return a;
+};
+const get = (url: string, token?: string) =>
+  agent.app.inject({ method: 'GET', url, headers: token ? { authorization: `Bearer ${token}` } : {}, remoteAddress: token ? addressOf(token) : '10.77.255.1' });
 const reviews = () => ({ tr: fake.count('/apis/authentication.k8s.io'), sar: fake.count('/apis/authorization.k8s.io') });
-const realNow = Date.now;
+const realNow = authClocks.now;
 const shiftClock = (ms: number) => {
-  Date.now = () => realNow() + ms;
+  authClocks.now = () => Date.now() + ms;
 };
 t.afterEach(() => {
-  Date.now = realNow;
+  authClocks.now = realNow;
 });
 
 t.test('only /healthz is open', async (t) => {
   t.same([...OPEN_ROUTES], ['/healthz']);
   const h = await get('/healthz');
   t.equal(h.statusCode, 200);
-  for (const url of ['/readyz', '/openapi.json', '/v1/runtime', '/no-such-route']) {
+  for (const url of ['/readyz', '/openapi.json', '/v1/runtime']) {
     const r = await get(url);
     t.equal(r.statusCode, 401, `${url} needs a token`);
     t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
@@ -71,6 +82,20 @@ t.test('only /healthz is open', async (t) => {
   }
   const basic = await agent.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: 'Basic YWxpY2U6cHc=' } });
   t.equal(basic.statusCode, 401, 'basic auth is not a bearer token');
+});
+
+t.test('a path that is no route is 404 from the not-found handler, with or without a token, and no review is spent on it', async (t) => {
+  const before = reviews();
+  for (const [method, url] of [['GET', '/no-such-route'], ['GET', '/v1/nope?x=1'], ['POST', '/readyz'], ['DELETE', '/healthz'], ['GET', '/../etc/passwd']] as const) {
+    for (const token of [undefined, `never-seen-${method}-${url}`, ALICE]) {
+      const r = await agent.app.inject({ method, url, headers: token ? { authorization: `Bearer ${token}` } : {} });
+      t.equal(r.statusCode, 404, `${method} ${url} ${token ? 'with' : 'without'} a token`);
+      t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
+      t.match(r.json(), { status: 404, title: 'Not found', detail: /^no route / });
+      t.notOk(r.headers['www-authenticate'], 'no challenge: there is nothing to authenticate for');
+    }
+  }
+  t.same(reviews(), before, 'the API server was asked nothing');
 });
 
 t.test('allowed: TokenReview with the audiences, SubjectAccessReview for get --auth-resource of this node; identity audited', async (t) => {
@@ -88,16 +113,24 @@ t.test('allowed: TokenReview with the audiences, SubjectAccessReview for get --a
   t.equal(audit.user, 'alice@example.com');
   t.equal(audit.status, 200);
 
-  // cached for 60 s: no more reviews
+  // fresh until refreshAheadMs before the TTL: no more reviews
   await get('/readyz', ALICE);
   await get('/v1/runtime', ALICE);
   t.same(reviews(), { tr: before.tr + 1, sar: before.sar + 1 }, 'served from the cache');
-  shiftClock(AUTH_CACHE.allowTtlMs - 1000);
+  const fresh = AUTH_CACHE.allowTtlMs - AUTH_CACHE.refreshAheadMs;
+  shiftClock(fresh - 1000);
   await get('/readyz', ALICE);
-  t.same(reviews(), { tr: before.tr + 1, sar: before.sar + 1 }, 'still cached at 59 s');
-  shiftClock(AUTH_CACHE.allowTtlMs + 1000);
+  t.same(reviews(), { tr: before.tr + 1, sar: before.sar + 1 }, 'still fresh just before the refresh point');
+  // from then on the allow serves while it is reviewed again in the background, once
+  shiftClock(fresh + 1000);
+  const rs = await Promise.all([get('/readyz', ALICE), get('/readyz', ALICE), get('/openapi.json', ALICE)]);
+  t.same(rs.map((r) => r.statusCode), [200, 200, 200], 'answered from the cache while the re-review runs');
+  for (let i = 0; i < 1000 && reviews().sar < before.sar + 2; i++) await new Promise((r) => setTimeout(r, 5));
+  t.same(reviews(), { tr: before.tr + 2, sar: before.sar + 2 }, 'one re-review for all three');
+  // the re-review made it fresh again: nothing more until the next refresh point
+  shiftClock(fresh + 2000);
   await get('/readyz', ALICE);
-  t.same(reviews(), { tr: before.tr + 2, sar: before.sar + 2 }, 'reviewed again after 60 s');
+  t.same(reviews(), { tr: before.tr + 2, sar: before.sar + 2 }, 'fresh again after the re-review');
 });
 
 t.test('authenticated but not authorized: 403 naming the user and the permission; denial cached 10 s', async (t) => {
@@ -133,19 +166,28 @@ t.test('a valid token for other audiences is refused', async (t) => {
   t.equal(r.statusCode, 401);
 });
 
-t.test('API server failing: 502/503/504, not cached, nothing leaks', async (t) => {
+t.test("API server failing: 502/503 from the code table, not cached, nothing leaks (not even the API server's address)", async (t) => {
   const dave = 'dave-token-never-logged';
   fake.tokens.set(dave, { username: 'dave', groups: ['oncall'], audiences: ['nodetruth'] });
+  const hostPort = new URL(fake.url).host;
+  const answers: { status: number; body: string }[] = [];
+  const failing = async (status: number, code: string, step: string) => {
+    const r = await get('/readyz', dave);
+    answers.push({ status: r.statusCode, body: r.body });
+    t.equal(r.statusCode, status, `${code} → ${status}`);
+    t.match(r.json(), { status, code, detail: new RegExp(`^--auth kubernetes could not review the token \\(${step}\\): .*; the agent's log has the details$`) });
+    t.notOk(r.body.includes(hostPort), `the ${status} does not name the API server (${hostPort})`);
+  };
   fake.mode.tokenreviews = 'error500';
-  const e500 = await get('/readyz', dave);
-  t.equal(e500.statusCode, 502);
+  await failing(502, 'api_server_error', 'TokenReview');
   fake.mode.tokenreviews = 'forbidden';
-  const e403 = await get('/readyz', dave);
-  t.equal(e403.statusCode, 503);
-  t.match(e403.json().detail, /refused nodetruth's credentials: TokenReview: 403/);
+  await failing(503, 'no_cluster_access', 'TokenReview');
   fake.mode.tokenreviews = 'ok';
   fake.mode.subjectaccessreviews = 'error500';
-  t.equal((await get('/readyz', dave)).statusCode, 502);
+  await failing(502, 'api_server_error', 'SubjectAccessReview');
+  const logged = agent.logs.filter((l) => String(l.msg).startsWith('--auth kubernetes: ') && String(l.reason).includes(hostPort));
+  t.ok(logged.length >= 1, "the operator's log names the API server and the cause");
+  t.ok(logged.some((l) => /TokenReview: 500 .*etcdserver: request timed out/.test(String(l.reason))), 'with the cause');
   fake.mode.subjectaccessreviews = 'ok';
   const ok = await get('/readyz', dave);
   t.equal(ok.statusCode, 200, 'failures were not cached');
@@ -174,7 +216,9 @@ t.test('auth on without cluster access: 503 with the reason', async (t) => {
   t.ok(warn, 'warned at start');
   const r = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${ALICE}` } });
   t.equal(r.statusCode, 503);
-  t.match(r.json().detail, /--auth kubernetes needs the Kubernetes API server: kubeconfig .*missing does not exist/);
+  t.match(r.json(), { status: 503, title: 'Source unavailable', detail: "--auth kubernetes cannot review tokens: nodetruth has no access to the Kubernetes API server; the agent's log says why" });
+  t.notOk(r.body.includes(dir), 'where the agent looked is for its log, not for any caller');
+  t.ok(a.logs.some((l) => /kubeconfig .*missing does not exist/.test(String(l.reason))), 'the log says why');
   t.equal((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
 });
 
@@ -190,9 +234,9 @@ t.test('/metrics asks for nodes/metrics, as kubelet does: a Prometheus token scr
   t.equal((await get('/metrics', ALICE)).statusCode, 403, `${RES_TEXT} alone does not grant nodes/metrics`);
 });
 
-t.test('finding 11: a flood of unknown tokens is rate-limited (429 + Retry-After) and never reaches past the bucket', async (t) => {
-  // The bucket refills with time, so a real clock lets more of the flood through the slower the
-  // machine runs it: the test drives the bucket's clock (authClocks) and counts exactly.
+t.test('a flood of unknown tokens is rate-limited per address and in total (429 + Retry-After) and never reaches past the buckets', async (t) => {
+  // The buckets refill with time, so a real clock lets more of the flood through the slower the
+  // machine runs it: the test drives the buckets' clock (authClocks) and counts exactly.
   // A whole number: (x + 1000) - x is not 1000 in floating point for every fractional x (one CI run
   // saw 9.99 tokens a second later, so 9 reviews instead of 10).
   let bucketMs = 1_000_000;
@@ -200,41 +244,59 @@ t.test('finding 11: a flood of unknown tokens is rate-limited (429 + Retry-After
   t.teardown(() => {
     authClocks.bucketNow = () => performance.now();
   });
-  // a fresh agent: its bucket is full
+  // a fresh agent: its buckets are full
   const a = await testApp(['--auth', 'kubernetes', '--kubeconfig', kubeconfig, '--node-name', 'node-a', '--auth-audiences', 'nodetruth', '--host-root', dir]);
   t.teardown(() => a.close());
-  const ok = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${ALICE}` } });
-  t.equal(ok.statusCode, 200, 'the first review (ALICE) takes one of the burst');
-  const flood = async (n: number, tag: string) => {
+  const inject = (token: string, remoteAddress: string) => a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${token}` }, remoteAddress });
+  const ok = await inject(ALICE, '10.1.0.1');
+  t.equal(ok.statusCode, 200, 'the first review (ALICE) takes one of the global burst');
+  const flood = async (n: number, tag: string, from: (i: number) => string) => {
     const before = reviews();
     const statuses: number[] = [];
     const retryAfter = new Set<string>();
+    const details = new Set<string>();
     for (let i = 0; i < n; i++) {
-      const r = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer random-${tag}-${i}-${Math.random()}` } });
+      const r = await inject(`random-${tag}-${i}-${Math.random()}`, from(i));
       statuses.push(r.statusCode);
       if (r.statusCode === 429) {
         retryAfter.add(String(r.headers['retry-after']));
+        details.add(r.json().detail.replace(/; retry in .*/, ''));
         t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
       }
     }
     const count = (s: number) => statuses.filter((x) => x === s).length;
-    return { reviewed: count(401), refused: count(429), other: statuses.filter((s) => s !== 401 && s !== 429), tr: reviews().tr - before.tr, retryAfter: [...retryAfter] };
+    return { reviewed: count(401), refused: count(429), other: statuses.filter((s) => s !== 401 && s !== 429), tr: reviews().tr - before.tr, retryAfter: [...retryAfter], details: [...details] };
   };
-  const first = await flood(AUTH_CACHE.reviewBurst + 30, 'a');
-  t.same(first.other, [], 'every unknown token is refused: 401 when reviewed, 429 past the bucket');
-  t.equal(first.reviewed, AUTH_CACHE.reviewBurst - 1, 'the rest of the burst was reviewed');
-  t.equal(first.refused, 31, 'the rest of the flood is refused without asking');
-  t.equal(first.tr, AUTH_CACHE.reviewBurst - 1, 'the API server saw only the reviewed ones');
-  t.same(first.retryAfter, [String(Math.ceil(1 / AUTH_CACHE.reviewsPerSecond))], 'Retry-After: when the next token is there, in whole seconds');
-  // a second later the bucket holds reviewsPerSecond tokens again, no more
+  // one address: its own burst, then 429, whatever the global bucket still holds
+  const one = await flood(AUTH_CACHE.reviewBurstPerAddress + 30, 'one', () => '10.2.0.1');
+  t.same(one.other, [], 'every unknown token is refused: 401 when reviewed, 429 past the bucket');
+  t.equal(one.reviewed, AUTH_CACHE.reviewBurstPerAddress, "the address's burst was reviewed");
+  t.equal(one.refused, 30, 'the rest of its flood is refused without asking');
+  t.equal(one.tr, AUTH_CACHE.reviewBurstPerAddress, 'the API server saw only the reviewed ones');
+  t.same(one.retryAfter, [String(Math.ceil(1 / AUTH_CACHE.reviewsPerSecondPerAddress))], "Retry-After: when the address's next token is there, in whole seconds");
+  t.same(one.details, [`too many new bearer tokens to review from this address (at most ${AUTH_CACHE.reviewsPerSecondPerAddress}/s, burst ${AUTH_CACHE.reviewBurstPerAddress})`]);
+  // many addresses: each within its own budget, together capped by the global bucket
+  const left = AUTH_CACHE.reviewBurst - 1 - AUTH_CACHE.reviewBurstPerAddress;
+  const many = await flood(left + 30, 'many', (i) => `10.3.${i >> 8}.${i & 255}`);
+  t.same(many.other, []);
+  t.equal(many.reviewed, left, 'the rest of the global burst was reviewed');
+  t.equal(many.refused, 30);
+  t.equal(many.tr, left);
+  t.same(many.retryAfter, [String(Math.ceil(1 / AUTH_CACHE.reviewsPerSecond))]);
+  t.same(many.details, [`too many new bearer tokens to review (at most ${AUTH_CACHE.reviewsPerSecond}/s, burst ${AUTH_CACHE.reviewBurst}, all callers together)`]);
+  // a second later the global bucket holds reviewsPerSecond tokens again, no more
   bucketMs += 1000;
-  const second = await flood(AUTH_CACHE.reviewsPerSecond + 5, 'b');
+  const second = await flood(AUTH_CACHE.reviewsPerSecond + 5, 'b', (i) => `10.4.0.${i}`);
   t.same(second.other, []);
   t.equal(second.reviewed, AUTH_CACHE.reviewsPerSecond, 'a second refills reviewsPerSecond reviews');
   t.equal(second.refused, 5);
   t.equal(second.tr, AUTH_CACHE.reviewsPerSecond);
-  const again = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${ALICE}` } });
-  t.equal(again.statusCode, 200, 'a cached allowed token still works during the flood');
+  const again = await inject(ALICE, '10.2.0.1');
+  t.equal(again.statusCode, 200, "a cached allowed token still works during the flood, even from the flooding address");
+  // IPv6 callers share their /64's budget (review-admission.test.ts: the keys)
+  bucketMs += 3600_000;
+  const v6 = await flood(AUTH_CACHE.reviewBurstPerAddress + 2, 'v6', (i) => `2001:db8:1:2::${(i + 1).toString(16)}`);
+  t.equal(v6.reviewed, AUTH_CACHE.reviewBurstPerAddress, 'one /64, one budget');
 });
 
 t.test('finding 11: refused tokens fill their own cache; they never evict an allowed entry', async (t) => {
@@ -250,12 +312,13 @@ t.test('finding 11: refused tokens fill their own cache; they never evict an all
   for (let i = 0; i < floods; i += 16) {
     await Promise.all(Array.from({ length: Math.min(16, floods - i) }, (_, j) => decider.decide(`flood-${i + j}`)));
   }
-  t.same(decider.sizes, { allowed: 1, denied: AUTH_CACHE.maxDenied }, 'the refused cache is bounded, the allowed entry kept');
+  t.same(decider.sizes, { allowed: 1, denied: AUTH_CACHE.maxDenied, addresses: 1 }, 'the refused cache is bounded, the allowed entry kept');
   const before = reviews();
   t.equal((await decider.decide(ALICE)).ok, true);
   t.same(reviews(), before, 'the allowed entry is still served from the cache');
   // and the look above would have seen a review: past its TTL the entry is reviewed again
   wall += AUTH_CACHE.allowTtlMs + 1;
-  t.equal((await decider.decide(ALICE)).ok, true);
+  t.equal((await decider.decide(ALICE)).ok, true, 'served while it is reviewed again');
+  for (let i = 0; i < 1000 && reviews().sar === before.sar; i++) await new Promise((r) => setTimeout(r, 5));
   t.equal(reviews().tr, before.tr + 1, 'past the TTL the token is reviewed again');
 });

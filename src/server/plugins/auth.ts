@@ -8,13 +8,25 @@
  *                  (GET /metrics asks for nodes/metrics instead, as kubelet does for its own
  *                  /metrics: a scraper needs no more than Prometheus already has on kubelet)
  *
- * Decisions are cached by the SHA-256 of the token (never the token itself) and the resource:
- * allowed for 60 s, refused for 10 s, in two separate bounded caches, so a flood of
- * random tokens fills only the refused one and never evicts an allowed entry (and
- * an allowed entry in use is refreshed to the young end of its cache). Reviews of
- * tokens in neither cache draw on a token bucket (AUTH_CACHE.reviewsPerSecond,
- * burst AUTH_CACHE.reviewBurst): past it, 429 with Retry-After, and the API server
- * is not asked. Failures to reach the API server are not cached and answer 503/504.
+ * Admission, so that no anonymous flood can starve callers holding good tokens:
+ * - A path that is no route (and a method a route lacks) is answered 404 by the
+ *   not-found handler before any token is looked at: no review is ever spent on it.
+ * - Decisions are cached by the SHA-256 of the token (never the token itself) and the
+ *   resource: allowed ones in an LRU cache, refused ones for AUTH_CACHE.denyTtlMs in a
+ *   separate bounded cache, so a flood of random tokens fills only the refused one and
+ *   never evicts an allowed entry.
+ * - A token in neither cache is reviewed only when both its source address's bucket and
+ *   the global bucket admit it (review-admission.ts): past either, 429 with Retry-After
+ *   and the API server is not asked. One address's flood spends its own budget only.
+ * - An allowed entry keeps serving while it is re-reviewed in the background, from
+ *   AUTH_CACHE.allowTtlMs - refreshAheadMs on (stale-while-revalidate). A re-review takes
+ *   nothing from the budgets above. If it refuses, the entry is dropped and the refusal
+ *   cached; if the API server cannot answer it, the entry serves on for at most
+ *   AUTH_CACHE.allowStaleMs past its TTL (retried every refreshRetryMs), then it is
+ *   dropped and the token is reviewed again like a new one: fail closed.
+ * - Failures to reach the API server are not cached and answer 503/502/504 from the
+ *   code table with what failed, never where the API server is: that, and the reason,
+ *   go to the agent's log for the operator.
  * The token is never logged: the audit line carries only the user the TokenReview names.
  *
  * Open without a token: GET /healthz only (liveness probes cannot send one).
@@ -22,10 +34,17 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Problem } from '../../errors.js';
+import { forbidden, misdirected, tooMany, unauthorized, unavailable } from '../../errors.js';
 import type { AccessCheck } from '../../sources/kube/api.js';
+import { isSourceError, SourceError } from '../../sources/errors.js';
 import { SingleFlight } from '../../util/concurrency.js';
 import type { AppDeps } from '../app.js';
+import { PROBLEM_TYPES } from '../problem-types.js';
+import { ReviewAdmission } from './review-admission.js';
+
+export { TokenBucket } from './review-admission.js';
+/** The 401 and 403 answers, from the one table of src/errors.ts (other plugins import them from here). */
+export { forbidden, unauthorized };
 
 /** Routes answered without a token, by route pattern. */
 export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);
@@ -34,67 +53,51 @@ export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);
 export const ROUTE_RESOURCES: ReadonlyMap<string, string> = new Map([['/metrics', 'nodes/metrics']]);
 
 export const AUTH_CACHE = {
+  /** an allowed decision is fresh this long after the review that made it */
   allowTtlMs: 60_000,
+  /** the background re-review of an allowed entry in use starts this long before its TTL ends */
+  refreshAheadMs: 10_000,
+  /** past its TTL, an allowed entry whose re-review cannot reach the API server serves at most this much longer */
+  allowStaleMs: 60_000,
+  /** a failed re-review is tried again no sooner than this */
+  refreshRetryMs: 5_000,
   denyTtlMs: 10_000,
   /** allowed (token, resource) pairs remembered at most; the least recently used goes first */
   maxEntries: 4096,
   /** refused pairs remembered at most, in their own cache; the oldest goes first */
   maxDenied: 4096,
-  /** reviews of tokens in neither cache, sustained and in a burst (every agent asks the same API server) */
+  /** reviews of tokens in neither cache, all callers together, sustained and in a burst (every agent asks the same API server) */
   reviewsPerSecond: 10,
   reviewBurst: 20,
+  /** the same, per source address: well under the global figures, so one address cannot spend them */
+  reviewsPerSecondPerAddress: 2,
+  reviewBurstPerAddress: 8,
+  /** source addresses whose budget is remembered at most; the least recently seen goes first */
+  maxAddresses: 4096,
 } as const;
-
-/** More reviews than the bucket allows: 429, and the client is told when to come back. */
-export class ReviewRateLimited extends Problem {
-  constructor(readonly retryAfterSeconds: number) {
-    super(429, 'Too many requests', `too many new bearer tokens to review (at most ${AUTH_CACHE.reviewsPerSecond}/s, burst ${AUTH_CACHE.reviewBurst}); retry in ${retryAfterSeconds} s`);
-  }
-}
-
-/** A token bucket: `take()` is true while there is one, else false and `retryAfterMs` says how long until there is. */
-export class TokenBucket {
-  private tokens: number;
-  private last: number;
-  constructor(
-    readonly ratePerSecond: number,
-    readonly burst: number,
-    private readonly now: () => number,
-  ) {
-    this.tokens = burst;
-    this.last = now();
-  }
-  private refill(): void {
-    const t = this.now();
-    this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, t - this.last) / 1000) * this.ratePerSecond);
-    this.last = t;
-  }
-  take(): boolean {
-    this.refill();
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
-  }
-  get retryAfterMs(): number {
-    this.refill();
-    return this.tokens >= 1 ? 0 : Math.ceil(((1 - this.tokens) / this.ratePerSecond) * 1000);
-  }
-}
 
 /** A bearer token longer than this is refused without asking the API server. */
 const MAX_TOKEN_LENGTH = 16 * 1024;
+
+/** One failure of the same kind is logged at most this often (a flood must not flood the log). */
+const FAILURE_LOG_INTERVAL_MS = 10_000;
 
 type Decision =
   | { ok: true; user: string; groups: string[] }
   | { ok: false; status: 401 | 403; detail: string; user: string | null; groups: string[] };
 
-interface Entry {
+interface Allowed {
+  decision: Decision & { ok: true };
+  /** when the review that allowed it was made */
+  reviewedAt: number;
+  /** no background re-review before this (after a failed one) */
+  retryAt: number;
+}
+
+interface Denied {
   decision: Decision;
   expires: number;
 }
-
-export const unauthorized = (detail: string) => new Problem(401, 'Unauthorized', detail);
-export const forbidden = (detail: string) => new Problem(403, 'Forbidden', detail);
 
 export function accessCheck(resource: string, nodeName: string): AccessCheck {
   const [res, sub = ''] = resource.split('/');
@@ -103,32 +106,43 @@ export function accessCheck(resource: string, nodeName: string): AccessCheck {
 
 /**
  * The clocks an AuthDecider reads unless it is given its own: the caches' wall clock and the
- * bucket's monotonic one, looked up at each use so a test can drive time for the app it builds
- * (the bucket refills with time: on a loaded machine a real clock lets more of a flood through).
+ * buckets' monotonic one, looked up at each use so a test can drive time for the app it builds
+ * (the buckets refill with time: on a loaded machine a real clock lets more of a flood through).
  */
 export const authClocks = {
   now: (): number => Date.now(),
-  /** monotonic, so a wall clock set back cannot drain the bucket */
+  /** monotonic, so a wall clock set back cannot drain the buckets */
   bucketNow: (): number => performance.now(),
 };
 
 export class AuthDecider {
   /** allowed decisions, in least-recently-used order (a hit moves its entry to the end) */
-  private readonly allowed = new Map<string, Entry>();
+  private readonly allowed = new Map<string, Allowed>();
   /** refused decisions, in insertion order; a flood of bad tokens only ever evicts these */
-  private readonly denied = new Map<string, Entry>();
+  private readonly denied = new Map<string, Denied>();
   private readonly flights = new SingleFlight();
-  private readonly bucket: TokenBucket;
+  private readonly admission: ReviewAdmission;
+  /** per failure kind: when it was last logged, and how many went unlogged since */
+  private readonly failureLog = new Map<string, { at: number; quiet: number }>();
   /** The check for every route not named in ROUTE_RESOURCES. */
   readonly check: AccessCheck;
 
   constructor(
-    private readonly deps: Pick<AppDeps, 'kube' | 'config'>,
+    private readonly deps: Pick<AppDeps, 'kube' | 'config' | 'log'>,
     private readonly now: () => number = () => authClocks.now(),
     bucketNow: () => number = () => authClocks.bucketNow(),
   ) {
     this.check = accessCheck(deps.config.authResource, deps.config.nodeName);
-    this.bucket = new TokenBucket(AUTH_CACHE.reviewsPerSecond, AUTH_CACHE.reviewBurst, bucketNow);
+    this.admission = new ReviewAdmission(
+      {
+        globalPerSecond: AUTH_CACHE.reviewsPerSecond,
+        globalBurst: AUTH_CACHE.reviewBurst,
+        perAddressPerSecond: AUTH_CACHE.reviewsPerSecondPerAddress,
+        perAddressBurst: AUTH_CACHE.reviewBurstPerAddress,
+        maxAddresses: AUTH_CACHE.maxAddresses,
+      },
+      bucketNow,
+    );
   }
 
   /** The access a route needs. */
@@ -141,62 +155,134 @@ export class AuthDecider {
     return this.allowed.size + this.denied.size;
   }
 
-  /** Cached allowed decisions, and refused ones. */
-  get sizes(): { allowed: number; denied: number } {
-    return { allowed: this.allowed.size, denied: this.denied.size };
+  /** Cached allowed decisions, refused ones, and source addresses with a budget. */
+  get sizes(): { allowed: number; denied: number; addresses: number } {
+    return { allowed: this.allowed.size, denied: this.denied.size, addresses: this.admission.addresses };
   }
 
-  async decide(token: string, check: AccessCheck = this.check): Promise<Decision> {
+  /** The decision for `token` on `check`, for a caller at `source` (its remote address: whose review budget a new token spends). */
+  async decide(token: string, check: AccessCheck = this.check, source?: string): Promise<Decision> {
     const key = `${createHash('sha256').update(token).digest('hex')} ${check.resource}/${check.subresource}`;
     const now = this.now();
     const ok = this.allowed.get(key);
-    if (ok && ok.expires > now) {
-      this.allowed.delete(key); // refresh: the entry in use is the last one evicted
-      this.allowed.set(key, ok);
-      return ok.decision;
+    if (ok) {
+      const age = now - ok.reviewedAt;
+      if (age >= 0 && age < AUTH_CACHE.allowTtlMs + AUTH_CACHE.allowStaleMs) {
+        this.allowed.delete(key); // refresh: the entry in use is the last one evicted
+        this.allowed.set(key, ok);
+        if (age >= AUTH_CACHE.allowTtlMs - AUTH_CACHE.refreshAheadMs && now >= ok.retryAt) this.refresh(key, token, check, ok);
+        return ok.decision;
+      }
+      // too stale to serve (or a clock set back before its review): reviewed again as a new token
+      this.allowed.delete(key);
     }
-    if (ok) this.allowed.delete(key);
     const no = this.denied.get(key);
     if (no && no.expires > now) return no.decision;
     if (no) this.denied.delete(key);
     return this.flights.do(key, async () => {
-      // only a review that would reach the API server draws on the bucket
-      if (!this.bucket.take()) throw new ReviewRateLimited(Math.max(1, Math.ceil(this.bucket.retryAfterMs / 1000)));
+      // only a review that would reach the API server draws on the budgets
+      const admitted = this.admission.admit(source);
+      if (!admitted.ok) throw rateLimited(admitted.scope, admitted.retryAfterMs);
       const decision = await this.review(token, check);
       this.remember(key, decision);
       return decision;
     });
   }
 
-  private remember(key: string, decision: Decision): void {
-    const [cache, max, ttl] = decision.ok
-      ? [this.allowed, AUTH_CACHE.maxEntries, AUTH_CACHE.allowTtlMs]
-      : [this.denied, AUTH_CACHE.maxDenied, AUTH_CACHE.denyTtlMs];
-    // both maps are in eviction order (oldest or least recently used first): evict from the front
-    while (cache.size >= max) cache.delete(cache.keys().next().value!);
-    cache.set(key, { decision, expires: this.now() + ttl });
+  /**
+   * Re-review an allowed entry in the background, at most one at a time per entry and
+   * outside the review budgets. Allowed: fresh again. Refused: dropped, the refusal
+   * cached. Not answered: kept (until it is too stale to serve) and tried again later.
+   */
+  private refresh(key: string, token: string, check: AccessCheck, entry: Allowed): void {
+    entry.retryAt = Number.POSITIVE_INFINITY; // one in flight
+    this.flights
+      .do(key, async () => {
+        try {
+          const decision = await this.review(token, check);
+          this.remember(key, decision);
+          return decision;
+        } catch (err) {
+          entry.retryAt = this.now() + AUTH_CACHE.refreshRetryMs;
+          throw err;
+        }
+      })
+      .catch(() => {}); // logged by review(); the entry serves on within its bound
   }
 
-  /** Ask the API server. Throws (uncached) when it cannot be asked. */
+  private remember(key: string, decision: Decision): void {
+    const now = this.now();
+    if (decision.ok) {
+      this.denied.delete(key);
+      this.allowed.delete(key);
+      // in least-recently-used order: evict from the front
+      while (this.allowed.size >= AUTH_CACHE.maxEntries) this.allowed.delete(this.allowed.keys().next().value!);
+      this.allowed.set(key, { decision, reviewedAt: now, retryAt: 0 });
+      return;
+    }
+    this.allowed.delete(key);
+    this.denied.delete(key);
+    // in insertion order: evict the oldest
+    while (this.denied.size >= AUTH_CACHE.maxDenied) this.denied.delete(this.denied.keys().next().value!);
+    this.denied.set(key, { decision, expires: now + AUTH_CACHE.denyTtlMs });
+  }
+
+  /**
+   * Ask the API server. Throws (uncached) when it cannot be asked: a SourceError of the
+   * same code that says what failed but not where the API server is (its address and the
+   * cause are logged for the operator instead).
+   */
   private async review(token: string, check: AccessCheck): Promise<Decision> {
     const access = this.deps.kube();
-    if (!access.ok) throw new Problem(503, 'Source unavailable', `--auth kubernetes needs the Kubernetes API server: ${access.reason}`);
-    const tr = await access.api.tokenReview(token, this.deps.config.authAudiences);
-    if (!tr.authenticated) return { ok: false, status: 401, detail: `token not authenticated: ${tr.error}`, user: null, groups: [] };
-    const sar = await access.api.subjectAccessReview(tr.user, check);
-    const { username, groups } = tr.user;
-    if (!sar.allowed) {
-      const what = `${check.resource}${check.subresource ? `/${check.subresource}` : ''}`;
-      return {
-        ok: false,
-        status: 403,
-        detail: `user ${JSON.stringify(username)} cannot ${check.verb} ${what} of node ${JSON.stringify(check.name)}${sar.reason ? `: ${sar.reason}` : ''}`,
-        user: username,
-        groups,
-      };
+    if (!access.ok) {
+      this.logFailure('no access', { reason: access.reason }, '--auth kubernetes: no access to the Kubernetes API server; tokens cannot be reviewed');
+      throw unavailable("--auth kubernetes cannot review tokens: nodetruth has no access to the Kubernetes API server; the agent's log says why");
     }
-    return { ok: true, user: username, groups };
+    let step = 'TokenReview';
+    try {
+      const tr = await access.api.tokenReview(token, this.deps.config.authAudiences);
+      if (!tr.authenticated) return { ok: false, status: 401, detail: `token not authenticated: ${tr.error}`, user: null, groups: [] };
+      step = 'SubjectAccessReview';
+      const sar = await access.api.subjectAccessReview(tr.user, check);
+      const { username, groups } = tr.user;
+      if (!sar.allowed) {
+        const what = `${check.resource}${check.subresource ? `/${check.subresource}` : ''}`;
+        return {
+          ok: false,
+          status: 403,
+          detail: `user ${JSON.stringify(username)} cannot ${check.verb} ${what} of node ${JSON.stringify(check.name)}${sar.reason ? `: ${sar.reason}` : ''}`,
+          user: username,
+          groups,
+        };
+      }
+      return { ok: true, user: username, groups };
+    } catch (err) {
+      if (!isSourceError(err)) throw err;
+      this.logFailure(`${step} ${err.code}`, { code: err.code, reason: err.message }, `--auth kubernetes: ${step} failed`);
+      throw new SourceError(err.code, `--auth kubernetes could not review the token (${step}): ${PROBLEM_TYPES[err.code].means}; the agent's log has the details`);
+    }
   }
+
+  /** A warning for the operator, at most once per FAILURE_LOG_INTERVAL_MS per kind, with how many were not logged. */
+  private logFailure(kind: string, fields: Record<string, unknown>, msg: string): void {
+    const now = this.now();
+    const last = this.failureLog.get(kind);
+    if (last && now - last.at >= 0 && now - last.at < FAILURE_LOG_INTERVAL_MS) {
+      last.quiet++;
+      return;
+    }
+    this.deps.log.warn({ ...fields, ...(last?.quiet ? { unlogged: last.quiet } : {}) }, msg);
+    this.failureLog.set(kind, { at: now, quiet: 0 });
+  }
+}
+
+function rateLimited(scope: 'address' | 'global', retryAfterMs: number) {
+  const detail =
+    scope === 'address'
+      ? `too many new bearer tokens to review from this address (at most ${AUTH_CACHE.reviewsPerSecondPerAddress}/s, burst ${AUTH_CACHE.reviewBurstPerAddress})`
+      : `too many new bearer tokens to review (at most ${AUTH_CACHE.reviewsPerSecond}/s, burst ${AUTH_CACHE.reviewBurst}, all callers together)`;
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return tooMany(`${detail}; retry in ${seconds} s`, seconds);
 }
 
 export function bearerToken(req: FastifyRequest): string | null {
@@ -212,21 +298,16 @@ export function installAuth(app: FastifyInstance, deps: AppDeps, decider = new A
   const access = deps.kube();
   if (!access.ok) deps.log.warn({ reason: access.reason }, '--auth kubernetes: no API server access yet; requests will get 503 until there is');
   app.addHook('onRequest', async (req, reply) => {
-    if (req.method === 'GET' || req.method === 'HEAD') {
-      if (req.routeOptions.url !== undefined && OPEN_ROUTES.has(req.routeOptions.url)) return;
-    }
+    const route = req.routeOptions.url;
+    // no route: the not-found handler answers 404, and no token is reviewed for it
+    if (route === undefined) return;
+    if ((req.method === 'GET' || req.method === 'HEAD') && OPEN_ROUTES.has(route)) return;
     const token = bearerToken(req);
     if (!token) {
       reply.header('www-authenticate', 'Bearer realm="nodetruth"');
       throw unauthorized('a bearer token is required (Authorization: Bearer <token>); see --auth kubernetes in the README');
     }
-    let d: Decision;
-    try {
-      d = await decider.decide(token, decider.checkFor(req.routeOptions.url));
-    } catch (err) {
-      if (err instanceof ReviewRateLimited) reply.header('retry-after', String(err.retryAfterSeconds));
-      throw err;
-    }
+    const d = await decider.decide(token, decider.checkFor(route), req.ip);
     if (d.ok) {
       req.identity = { user: d.user, groups: d.groups };
       return;
@@ -275,9 +356,7 @@ export function installHostCheck(app: FastifyInstance, deps: AppDeps): void {
     const host = hostOf(req.headers.host);
     if (host !== null && allowed.has(host.replace(/\.$/, ''))) return;
     const shown = typeof req.headers.host === 'string' ? JSON.stringify(req.headers.host.slice(0, 100)) : 'none';
-    throw new Problem(
-      421,
-      'Misdirected request',
+    throw misdirected(
       `Host ${shown} is not this agent's: without --auth it answers only to ${[...allowed].join(', ')} (any port), against DNS rebinding; add a name with --allowed-hosts (NODETRUTH_ALLOWED_HOSTS)`,
     );
   });
