@@ -17,7 +17,9 @@ const PADDING = 3;
 
 export function renderTable({ columns, rows }: Table): string {
   const cells = [columns, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? '' : escapeTerminal(String(c)))))];
-  const widths = columns.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  // a loop, not Math.max(...column): spreading ~140,000 rows (a container's cgroup.procs) overflows the stack
+  const widths = columns.map(() => 0);
+  for (const r of cells) for (let i = 0; i < widths.length; i++) widths[i] = Math.max(widths[i]!, (r[i] ?? '').length);
   return (
     cells
       .map((r) =>
