@@ -2,17 +2,17 @@
  * The kubelet and containerd journal as a raw section, in journal export format.
  */
 import { spawn } from 'node:child_process';
-import { redactText } from '../redact.js';
 import { ExportParser } from '../sources/journal/export-parser.js';
+import { redactJournalField } from '../sources/journal/record.js';
 import { CAPTURE_LIMITS, storeRaw, type CaptureContext } from './writer.js';
 
 const JOURNAL_UNITS = ['kubelet.service', 'containerd.service'];
 
-/** One export-format entry, values redacted; text form when the value allows it, the length-prefixed form otherwise. */
+/** One export-format entry, values redacted as /v1/logs redacts them; text form when the value allows it, the length-prefixed form otherwise. */
 function exportEntry(entry: Map<string, string>): Buffer {
   const parts: Buffer[] = [];
   for (const [k, raw] of entry) {
-    const v = k.startsWith('__') || k === '_BOOT_ID' ? raw : redactText(raw);
+    const v = redactJournalField(k, raw);
     // eslint-disable-next-line no-control-regex
     if (!/[\x00-\x1f\x7f]/.test(v)) parts.push(Buffer.from(`${k}=${v}\n`, 'utf8'));
     else {

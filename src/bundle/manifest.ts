@@ -10,7 +10,7 @@ import { FORMAT_VERSION, SECTION_KINDS, TRIM_ORDER, type Manifest, type Section,
 export const MOMENT_NOTE =
   'one moment: every answer and raw section was built from the same source reads (one ListContainers and ListPodSandbox, one walk of the kubepods cgroups, one ContainerStatus per container), made between capturedAt and finishedAt';
 const REDACTION_POLICY =
-  'as the API: environment values, secret-looking keys, command-line secrets, URL userinfo, secret query parameters and bearer tokens (src/redact.ts); raw files and log tails get the text rules';
+  'best effort, as the API (src/redact.ts, docs/security.md): environment values, secret-looking keys, command-line secrets, CNI configs by key; in text URL userinfo, Go DSNs, secret query parameters, bearer tokens, authorization headers, password=/token= pairs and private-key blocks. Route answers, journal records and log lines get the same rules as the raw sections; `redacted` counts the markers each stored entry holds';
 
 export function buildManifest(m: {
   config: Sources['config'];

@@ -3,7 +3,7 @@
  * client and runtime index, the kmsg reader, cgroup files and container log files
  * through HostFs) and passed through src/redact.ts like every answer.
  */
-import { redactDeep, redactText } from '../redact.js';
+import { redactDeep, redactLogText, redactText } from '../redact.js';
 import type { Section } from './format.js';
 import { aborted, addFile, CAPTURE_LIMITS, errText, now, storeRaw, type CaptureContext } from './writer.js';
 
@@ -142,7 +142,9 @@ export async function capturePodLogs(ctx: CaptureContext, logs: Map<string, stri
         const { bytesRead } = await fh.read(buf, 0, buf.length, start);
         let b = buf.subarray(0, bytesRead);
         if (start > 0) b = b.subarray(b.indexOf(0x0a) + 1); // a whole first line
-        text = redactText(b.toString('utf8'));
+        // the free-text rules, as /v1/containers/{id}/logs gives each line (over the whole
+        // tail, so a private-key block written over several lines goes too)
+        text = redactLogText(b.toString('utf8'));
       } finally {
         await fh.close();
       }

@@ -5,6 +5,7 @@
  * under the host root; the dirs come from the runtime's own config when it
  * says (containerd: Status verbose info config.cni.confDir/binDir).
  */
+import { redactDeep, redactText } from '../../redact.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 
 export const DEFAULT_CNI_CONF_DIR = '/etc/cni/net.d';
@@ -23,7 +24,7 @@ export interface CniConfFile {
   plugins: string[];
   /** why the file is unusable (unparsable JSON, no plugins), or null */
   error: string | null;
-  /** the first bytes of the file, for evidence */
+  /** the first characters of the file, for evidence, redacted (cniExcerpt) */
   excerpt: string;
 }
 
@@ -48,7 +49,10 @@ export function parseCniConf(name: string, text: string): Pick<CniConfFile, 'net
   try {
     j = JSON.parse(text);
   } catch (err) {
-    return { network: null, plugins: [], error: `not JSON: ${(err as Error).message}` };
+    // V8 quotes the text around the fault (`Unexpected token 'S', ..."assword": S3cret}" is not
+    // valid JSON`): a cut redaction cannot recognise, so the token and the quote are dropped
+    const why = (err as Error).message.replace(/^Unexpected token '[\s\S]{1,2}', (?:\.\.\.)?"[\s\S]*" is not valid JSON$/, 'Unexpected token: not valid JSON').slice(0, 200);
+    return { network: null, plugins: [], error: `not JSON: ${why}` };
   }
   if (!j || typeof j !== 'object') return { network: null, plugins: [], error: 'not a JSON object' };
   const o = j as { name?: unknown; type?: unknown; plugins?: unknown };
@@ -61,6 +65,27 @@ export function parseCniConf(name: string, text: string): Pick<CniConfFile, 'net
   }
   if (typeof o.type !== 'string') return { network, plugins: [], error: 'no plugin type' };
   return { network, plugins: [o.type], error: network ? null : 'no network name' };
+}
+
+/** Characters of a CNI config quoted as evidence. */
+export const CNI_EXCERPT_CHARS = 400;
+
+/**
+ * A CNI config file as evidence: its credentials redacted before anything quotes it
+ * (Calico's conflist holds `etcd_password`, `k8s_auth_token`; others hold API keys).
+ * A file that parses is redacted as a document, by key (redactDeep), and its own
+ * text kept when nothing in it changed; one that does not parse (cut, hand-edited)
+ * gets the text rules over all of it, then is cut, so no cut leaves half a secret.
+ */
+export function cniExcerpt(text: string): string {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return redactText(text).slice(0, CNI_EXCERPT_CHARS);
+  }
+  const r = redactDeep(doc);
+  return (r === doc ? text : JSON.stringify(r)).slice(0, CNI_EXCERPT_CHARS);
 }
 
 /**
@@ -90,7 +115,7 @@ export async function readCniState(fs: HostFs, dirs: { confDir: string; binDir: 
       const path = `${confDir.replace(/\/$/, '')}/${name}`;
       const text = await fs.readFile(path, MAX_CONF_BYTES);
       if (text === null) return { name, path, network: null, plugins: [], error: 'unreadable', excerpt: '' };
-      return { name, path, ...parseCniConf(name, text), excerpt: text.slice(0, 400) };
+      return { name, path, ...parseCniConf(name, text), excerpt: cniExcerpt(text) };
     }),
   );
   const plugins = (binEntries ?? [])

@@ -3,6 +3,8 @@ import { HOST_PATH_CODES, SourceError, type SourceErrorCode } from '../errors.js
 import { isHostPathError, type HostFs } from '../hostfs/hostfs.js';
 import { JOURNAL_LIMITS } from './limits.js';
 import { compileUserPattern } from '../../util/pattern.js';
+import { redactLogText } from '../../redact.js';
+import { mapSliced } from '../../util/turns.js';
 
 export interface FileLogResult {
   file: string;
@@ -47,13 +49,18 @@ export async function readLogFile(fs: HostFs, rel: string, tailLines: number | n
     let lines = text.split('\n');
     if (lines.at(-1) === '') lines.pop();
     const warnings: string[] = [];
+    // lines leave redacted (the free-text rules, as journal records and container logs);
+    // a pattern matches the redacted lines, so it cannot probe a redacted value. In slices: 16 MiB of lines is ~0.5 s.
+    const redact = (ls: string[]) => mapSliced(ls, redactLogText, { maxItems: 2000 });
     if (pattern !== null) {
+      lines = await redact(lines);
       // RE2 syntax, matched off the event loop; a tail searches from the last line and stops at tailLines matches
       const m = await (await compileUserPattern(pattern)).filter(lines, (l) => l, { limit: tailLines, fromEnd: tailLines !== null });
       lines = m.items;
       warnings.push(...m.warnings);
     }
     if (tailLines !== null) lines = tailLines === 0 ? [] : lines.slice(-tailLines);
+    if (pattern === null) lines = await redact(lines);
     return { file: hostPath, lines, truncated: from > 0, warnings };
   } finally {
     await fh.close();

@@ -1,3 +1,4 @@
+import { redactArgs, redactLogText } from '../../redact.js';
 import type { ExportEntry } from './export-parser.js';
 import { formatMicros } from './time.js';
 
@@ -51,15 +52,31 @@ const int = (s: string | undefined): number | null => {
   return Number.isSafeInteger(n) ? n : null;
 };
 
+/**
+ * One journal field's value as every copy of it leaves the agent (a record of
+ * /v1/logs, triage's quotes, a bundle's raw journal): the free-text rules, and a
+ * command line's rules for _CMDLINE. Cursors, timestamps and ids are not text.
+ */
+export function redactJournalField(name: string, value: string): string {
+  if (name.startsWith('__') || name === '_BOOT_ID' || name === '_MACHINE_ID') return value;
+  if (name === '_CMDLINE') return redactArgs([value])[0]!;
+  return redactLogText(value);
+}
+
+const field = (e: ExportEntry, name: string): string | undefined => {
+  const v = e.get(name);
+  return v === undefined ? undefined : redactJournalField(name, v);
+};
+
 export function toJournalRecord(e: ExportEntry): JournalRecord {
-  const message = e.get('MESSAGE') ?? '';
+  const message = field(e, 'MESSAGE') ?? '';
   const realtime = int(e.get('__REALTIME_TIMESTAMP')) ?? 0;
   const transport = e.get('_TRANSPORT') ?? null;
   return {
     time: formatMicros(realtime),
-    unit: e.get('_SYSTEMD_UNIT') ?? null,
-    aboutUnit: e.get('UNIT') ?? null,
-    identifier: e.get('SYSLOG_IDENTIFIER') ?? e.get('_COMM') ?? null,
+    unit: field(e, '_SYSTEMD_UNIT') ?? null,
+    aboutUnit: field(e, 'UNIT') ?? null,
+    identifier: field(e, 'SYSLOG_IDENTIFIER') ?? field(e, '_COMM') ?? null,
     pid: int(e.get('_PID')) ?? int(e.get('SYSLOG_PID')),
     priority: int(e.get('PRIORITY')),
     bootId: e.get('_BOOT_ID') ?? null,

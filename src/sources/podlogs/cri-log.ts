@@ -8,6 +8,7 @@
  * bytes in, records out. Everything here is bounded: a physical line is kept
  * only up to its head, a joined logical line only up to `maxLineBytes`.
  */
+import { redactLogText } from '../../redact.js';
 import { parseRfc3339Micros } from '../journal/time.js';
 
 export type Stream = 'stdout' | 'stderr';
@@ -154,8 +155,9 @@ export class LineParts {
     return this.bytes - before;
   }
 
+  /** The logical line as it leaves the agent: decoded, and its secrets redacted (the free-text rules, src/redact.ts). */
   entry(): LogEntry {
-    const e: LogEntry = { time: this.time, stream: this.stream, message: decodeMessage(this.bufs.length === 1 ? this.bufs[0]! : Buffer.concat(this.bufs, this.bytes)) };
+    const e: LogEntry = { time: this.time, stream: this.stream, message: redactLogText(decodeMessage(this.bufs.length === 1 ? this.bufs[0]! : Buffer.concat(this.bufs, this.bytes))) };
     if (this.cut) e.cut = true;
     return e;
   }
