@@ -14,6 +14,10 @@
  * Bearer …'` and `--header=Cookie: …`, a positional `PASSWORD=…`, URL userinfo,
  * a shell script holding all of them, registry headers (`{"Authorization":
  * ["Basic …"]}`) and a document nested 2,000 deep with env values at the bottom.
+ * Beside those, the shapes a later review found missing: `redis-cli -a`, `sshpass -p`,
+ * `docker login -p`, `vault login TOKEN`, `--signing-key`/`--jwt=`/`--cred=`/
+ * `--kubeconfig-data=`, and in annotation text a Go DSN, `Authorization: Basic`,
+ * `X-Api-Key:` and a YAML `password:` line.
  * The FAKE runtime runs in this process, so it serves the node as changed here.
  *
  * GET /v1/bundle is not called in every format (it is a whole capture, every route at once,
@@ -42,6 +46,16 @@ const shape = {
   script: `FAKESHAPEscript${n}`,
   header: `FAKESHAPEheader${n}`,
   deep: `FAKESHAPEdeep${n}`,
+  // shapes a later review found missing: tools, flags, Go DSNs, headers and YAML in annotation text
+  redis: `FAKESHAPEredis${n}`,
+  sshpass: `FAKESHAPEsshpass${n}`,
+  docker: `FAKESHAPEdocker${n}`,
+  dsn: `FAKESHAPEdsn${n}`,
+  flags: `FAKESHAPEflags${n}`,
+  vault: `FAKESHAPEvault${n}`,
+  basic: `FAKESHAPEbasic${n}`,
+  apikey: `FAKESHAPEapikey${n}`,
+  yaml: `FAKESHAPEyaml${n}`,
 };
 const secrets = [...host.secrets, ...Object.values(shape)];
 const deep = `${'{"a":'.repeat(2000)}{"env":[{"name":"DB_PASSWORD","value":"${shape.deep}"}]}${'}'.repeat(2000)}`;
@@ -50,6 +64,8 @@ const hostile = {
   'example.com/deep-array': `${'['.repeat(2000)}${']'.repeat(2000)}`,
   'example.com/upstream': `https://svc:${shape.url}@upstream.example.com/`,
   'example.com/registry': JSON.stringify({ headers: { Authorization: [`Basic ${shape.header}`] } }),
+  'example.com/config': `db:\n  host: pg\n  password: ${shape.yaml}\n`,
+  'example.com/notes': `call with Authorization: Basic ${shape.basic} or X-Api-Key: ${shape.apikey}; dsn app:${shape.dsn}@tcp(db:3306)/shop`,
 };
 for (const p of host.node.pods) p.annotations = { ...p.annotations, ...hostile };
 for (const c of host.node.containers) {
@@ -62,6 +78,8 @@ for (const c of host.node.containers) {
     `PASSWORD=${shape.positional}`,
     `postgres://app:${shape.url}@db:5432/shop`,
     `mysql -uroot -p${shape.script} shop && curl -H "X-Api-Key: ${shape.script}" https://u:${shape.script}@h/`,
+    `redis-cli -a ${shape.redis} ping && sshpass -p ${shape.sshpass} ssh h; docker login -u ci -p ${shape.docker} reg && vault login ${shape.vault}`,
+    '--signing-key', shape.flags, `--jwt=${shape.flags}`, `--cred=${shape.flags}`, `--kubeconfig-data=${shape.flags}`,
   ];
   // the processes' command lines say the same (the tree was written from the old args)
   if (c.pid) writeFileSync(path.join(host.root, 'proc', String(c.pid), 'cmdline'), `${c.args.join('\0')}\0`);

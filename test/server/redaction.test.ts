@@ -96,3 +96,17 @@ t.test('/v1/containers/{id}/logs answers (the container resolves through the red
   t.equal(res.status, 200, body.slice(0, 300));
   t.equal((JSON.parse(body) as { containerId: string }).containerId, LOG_CONTAINER_ID);
 });
+
+t.test('the audit line: every query value gets the text rules, not only those under a secret-looking name', async (t) => {
+  const before = agent.logs.length;
+  const urls = ['/v1/pods?x=Bearer%20abc', `/v1/kernel?pattern=${encodeURIComponent('Bearer FAKEAUDITBEARER')}`, `/v1/pods?next=${encodeURIComponent('https://u:FAKEAUDITPW@h/')}`];
+  for (const url of urls) await (await fetch(`${base}${url}`)).text();
+  const audits = () => agent.logs.slice(before).filter((l) => l.audit).map((l) => l.audit as { query: Record<string, string> });
+  for (let i = 0; i < 500 && audits().length < urls.length; i++) await new Promise((r) => setTimeout(r, 10)); // a hang guard, not a timing assertion
+  const [a, b, c] = audits();
+  t.equal(a?.query.x, 'Bearer <redacted>', '?x=Bearer%20abc');
+  t.equal(b?.query.pattern, 'Bearer <redacted>');
+  t.equal(c?.query.next, 'https://u:<redacted>@h/');
+  const log = JSON.stringify(agent.logs.slice(before));
+  t.notMatch(log, /Bearer abc|FAKEAUDIT/, 'no value of them in any log line');
+});

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { REDACTED, SECRET_KEY } from '../../redact.js';
+import { REDACTED, redactText, SECRET_KEY } from '../../redact.js';
 import { Moment } from '../../util/moment.js';
 import { requestOutcome } from '../request-signal.js';
 
@@ -28,7 +28,8 @@ const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…(${s.l
 
 /**
  * The query as the client sent it, bounded, with the value of every key that looks
- * like a secret (SECRET_KEY: token, access_token, password ...) redacted. Taken from
+ * like a secret (SECRET_KEY: token, access_token, password ...) redacted, and every
+ * other value given the text rules (`x=Bearer …`, `u=https://user:pw@…`). Taken from
  * the raw URL, not req.query: a request refused by validation still has its secrets.
  */
 export function auditQuery(url: string): { query: Record<string, string | string[]>; omittedKeys?: number; queryTruncated?: true } {
@@ -44,7 +45,7 @@ export function auditQuery(url: string): { query: Record<string, string | string
     const eq = pair.indexOf('=');
     const k = cut(decode(eq < 0 ? pair : pair.slice(0, eq)), AUDIT_LIMITS.maxKeyChars);
     const rawValue = eq < 0 ? '' : pair.slice(eq + 1);
-    const v = SECRET_KEY.test(k) ? REDACTED : cut(decode(rawValue.slice(0, AUDIT_LIMITS.maxValueChars * 3 + 3)), AUDIT_LIMITS.maxValueChars);
+    const v = SECRET_KEY.test(k) ? REDACTED : auditValue(decode(rawValue.slice(0, AUDIT_LIMITS.maxValueChars * 3 + 3)));
     const prev = out[k];
     if (prev === undefined) {
       if (keys >= AUDIT_LIMITS.maxKeys) {
@@ -72,10 +73,13 @@ export function auditParams(params: unknown): Record<string, string> {
   let n = 0;
   for (const [k, v] of Object.entries(params as Record<string, unknown>)) {
     if (n++ >= AUDIT_LIMITS.maxKeys) break;
-    out[cut(k, AUDIT_LIMITS.maxKeyChars)] = SECRET_KEY.test(k) ? REDACTED : cut(String(v), AUDIT_LIMITS.maxValueChars);
+    out[cut(k, AUDIT_LIMITS.maxKeyChars)] = SECRET_KEY.test(k) ? REDACTED : auditValue(String(v));
   }
   return out;
 }
+
+/** A value for the audit line: redacted first (so a cut cannot hide a token's start from the rules), then cut. */
+const auditValue = (v: string) => cut(redactText(v), AUDIT_LIMITS.maxValueChars);
 
 function decode(s: string): string {
   try {
