@@ -105,12 +105,12 @@ async function kustomize(dir: string): Promise<Obj[] | null> {
 }
 
 /** Generic checks every object must pass. */
-function checkObject(t: Test, o: Obj): void {
+function checkObject(t: Test, o: Obj, ns = NS): void {
   const id = `${o.kind}/${o.metadata?.name}`;
   t.equal(o.apiVersion, API_VERSION[o.kind], `${id}: apiVersion`);
   t.match(o.metadata?.name, DNS1123_SUBDOMAIN, `${id}: metadata.name`);
   if (CLUSTER_SCOPED.has(o.kind)) t.equal(o.metadata.namespace, undefined, `${id}: cluster-scoped, no namespace`);
-  else if (NAMESPACED.has(o.kind)) t.equal(o.metadata.namespace, NS, `${id}: namespace`);
+  else if (NAMESPACED.has(o.kind)) t.equal(o.metadata.namespace, ns, `${id}: namespace`);
   else t.fail(`${id}: a kind this test does not know`);
   for (const [k, v] of Object.entries<string>(o.metadata.labels ?? {})) {
     t.match(k, LABEL_KEY, `${id}: label key ${k}`);
@@ -331,11 +331,13 @@ t.test('the kubectl debug profile: a partial container kubectl accepts, matching
   t.equal(config.auth, 'none', 'loopback only, reached through port-forward');
 });
 
+const ATTACH_NS = 'nodetruth-attach';
+
 t.test('deploy/attach-rbac.yaml grants what the launcher runs, and nothing on other namespaces', async (t) => {
   const docs = parseDocs(readFileSync(path.join(ROOT, 'deploy/attach-rbac.yaml'), 'utf8'), 'attach-rbac');
   for (const o of docs) {
-    checkObject(t, o);
-    checkRules(t, o);
+    checkObject(t, o, ATTACH_NS);
+    if (o.kind === 'Role' || o.kind === 'ClusterRole') checkRules(t, o);
   }
   const nodes = docs.find((d) => d.kind === 'ClusterRole')!;
   const role = docs.find((d) => d.kind === 'Role')!;
@@ -351,5 +353,44 @@ t.test('deploy/attach-rbac.yaml grants what the launcher runs, and nothing on ot
     ['pods/log', 'get'],
   ] as const) {
     t.ok(grants(role, '', res, verb), `${verb} ${res}`);
+  }
+});
+
+t.test("the attach Role cannot create pods under the agent's ServiceAccount or mount its Secrets: none are in its namespace", async (t) => {
+  const attach = parseDocs(readFileSync(path.join(ROOT, 'deploy/attach-rbac.yaml'), 'utf8'), 'attach-rbac');
+  const role = attach.find((d) => d.kind === 'Role')!;
+  const nodes = attach.find((d) => d.kind === 'ClusterRole')!;
+  // where the DaemonSet's identities live: the namespace kustomize gives every core object
+  const kz = parseYaml(readFileSync(path.join(ROOT, 'deploy/daemonset/core/kustomization.yaml'), 'utf8')) as Obj;
+  const core = (kz.resources as string[]).flatMap((f) => parseDocs(readFileSync(path.join(ROOT, 'deploy/daemonset/core', f), 'utf8'), f));
+  const agentNs = kz.namespace as string;
+  const ds = core.find((d) => d.kind === 'DaemonSet')!;
+  t.ok(core.some((d) => d.kind === 'ServiceAccount' && d.metadata.name === ds.spec.template.spec.serviceAccountName), "the agent's ServiceAccount is in core");
+  t.ok(core.some((d) => d.kind === 'Secret'), 'the scraper token Secret is in core');
+
+  // RBAC cannot restrict a pod's serviceAccountName or volumes: pods may be created only
+  // where there is no ServiceAccount with rights and no Secret to mount
+  t.equal(role.metadata.namespace, ATTACH_NS);
+  t.not(role.metadata.namespace, agentNs, "not the namespace of the agent's ServiceAccount and Secrets");
+  t.ok(attach.some((d) => d.kind === 'Namespace' && d.metadata.name === ATTACH_NS), 'its own namespace, created here');
+  const ns = attach.find((d) => d.kind === 'Namespace')!;
+  t.equal(ns.metadata.labels['pod-security.kubernetes.io/enforce'], 'privileged', 'which admits the debug pod');
+  t.same(
+    attach.filter((d) => d.kind === 'ServiceAccount').map((d) => [d.metadata.name, d.automountServiceAccountToken]),
+    [['default', false]],
+    'its one ServiceAccount, default, mounts no token into the debug pod',
+  );
+  t.notOk(attach.some((d) => d.kind === 'Secret' || d.kind === 'RoleBinding' || d.kind === 'ClusterRoleBinding'), 'no Secret, and no binding of anything to an identity there');
+
+  // exactly what the launcher runs (src/launcher/kubectl.ts), nothing that hands out an identity
+  t.same(
+    [...granted(role)].sort(),
+    ['/pods/log:get', '/pods/portforward:create', '/pods:create', '/pods:delete', '/pods:get', '/pods:list', '/pods:patch', '/pods:watch'],
+    'pods of its namespace, their port-forward and log',
+  );
+  t.same([...granted(nodes)], ['/nodes:get'], 'cluster-wide: reading nodes only');
+  for (const r of [...role.rules, ...nodes.rules]) {
+    for (const x of [...r.apiGroups, ...r.resources, ...r.verbs]) t.not(x, '*', 'no wildcard');
+    t.notOk(r.resources.some((x: string) => /^(secrets|serviceaccounts|pods\/(exec|attach|ephemeralcontainers))/.test(x)), `no secrets, service accounts, exec: ${r.resources}`);
   }
 });
