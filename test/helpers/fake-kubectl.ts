@@ -27,7 +27,9 @@
  * Behaviour knobs (environment): FAKE_KUBECTL_DEBUG=ok|psa|old|unparsable|unparsable-fail
  * (unparsable: the pod is created but no "Creating debugging pod" line is printed, as with
  * -q or another wording; -fail: then kubectl exits 1, as when its client timed out after the
- * API server had created the pod), FAKE_KUBECTL_WAIT=ok|timeout|hang,
+ * API server had created the pod), FAKE_KUBECTL_WAIT=ok|timeout|hang|file (ready once a file
+ * named ready appears beside the log; a file forward-to there holding a port makes port-forward
+ * pass bytes to that port: a real agent the test started with the pod's env),
  * FAKE_KUBECTL_FORWARD=ok|die, FAKE_KUBECTL_PATCH=ok|forbidden, FAKE_KUBECTL_GET=ok|forbidden,
  * FAKE_KUBECTL_SUFFIX=<5 chars> (the debug pod's random suffix; default FAKE_POD_SUFFIX).
  */
@@ -88,6 +90,11 @@ switch (verb) {
     const target = argv.find((a) => a.startsWith('pod/'));
     const mode = process.env.FAKE_KUBECTL_WAIT || 'ok';
     if (mode === 'hang') setInterval(() => {}, 1000);
+    else if (mode === 'file') {
+      // Ready once the test says so (it started a real agent for the pod): the file ready beside the log
+      const ready = require('node:path').join(require('node:path').dirname(process.env.FAKE_KUBECTL_LOG), 'ready');
+      const poll = setInterval(() => { if (fs.existsSync(ready)) { clearInterval(poll); out(target + ' condition met'); } }, 25);
+    }
     else if (mode === 'timeout') setTimeout(() => { err('error: timed out waiting for the condition on pods/' + target.slice(4)); process.exit(1); }, 200);
     else setTimeout(() => out(target + ' condition met'), 100);
     break;
@@ -97,7 +104,16 @@ switch (verb) {
     const [local, remote] = spec.split(':');
     const target = pods().find((p) => 'pod/' + p.name === argv.find((a) => a.startsWith('pod/')));
     const token = envOf(target, 'NODETRUTH_SESSION_TOKEN');
-    const server = http.createServer((req, res) => {
+    // forward-to beside the log: the port of a real agent the test started; bytes are passed
+    // both ways as kubectl's stream would, instead of the tiny nodetruth below answering
+    const forwardTo = require('node:path').join(require('node:path').dirname(process.env.FAKE_KUBECTL_LOG), 'forward-to');
+    const realPort = fs.existsSync(forwardTo) ? Number(fs.readFileSync(forwardTo, 'utf8')) : null;
+    const server = realPort !== null ? require('node:net').createServer((c) => {
+      const up = require('node:net').connect(realPort, '127.0.0.1');
+      c.pipe(up).pipe(c);
+      c.on('error', () => up.destroy());
+      up.on('error', () => c.destroy());
+    }) : http.createServer((req, res) => {
       if (req.url !== '/healthz' && token !== null && req.headers['x-nodetruth-session'] !== token) { res.statusCode = 401; res.setHeader('content-type', 'application/problem+json'); res.end(JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'no session token' })); return; }
       if (req.url === '/healthz') { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify({ status: 'ok', version: '0.1.0' })); return; }
       if (req.url.startsWith('/missing')) { res.statusCode = 404; res.setHeader('content-type', 'application/problem+json'); res.end(JSON.stringify({ type: 'about:blank', title: 'Not found', status: 404, detail: 'no route' })); return; }

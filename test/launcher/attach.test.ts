@@ -5,12 +5,15 @@
  */
 import { spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t, { type Test } from 'tap';
 import { loadConfig } from '../../src/config.js';
 import { attach, curlLines, DEFAULT_IMAGE, DEFAULT_PROFILE, IMAGE_DIGEST, kubectlArgs, movableImage, parseAttachArgs, UsageError, type AttachOptions } from '../../src/launcher/attach.js';
+import { testApp } from '../helpers/app.js';
 import { FAKE_POD_SUFFIX, installFakeKubectl, type FakeKubectl } from '../helpers/fake-kubectl.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -420,5 +423,33 @@ t.test('a movable --image is said before the pod is made', (t) =>
     const c = capture();
     await attach(opts(['--image', 'mirror.local/nodetruth:latest']), c.io, new EventEmitter());
     t.match(c.err(), 'image mirror.local/nodetruth:latest is a movable tag');
+  }),
+);
+
+t.test('end to end with a real agent: the launcher, the fake kubectl, and nodetruth serve with the pod\'s session token', (t) =>
+  withFake(t, { FAKE_KUBECTL_WAIT: 'file' }, async (fake) => {
+    const hostRoot = mkdtempSync(path.join(tmpdir(), 'nodetruth-attach-host-'));
+    t.teardown(() => rmSync(hostRoot, { recursive: true, force: true }));
+    const c = capture();
+    const session = attach(opts(['--port', '0', '--get', '/openapi.json']), c.io, new EventEmitter());
+    // the "kubelet": once the pod exists, run the agent with the env its spec gives it
+    for (let i = 0; i < 400 && !podEnv(fake).has('NODETRUTH_SESSION_TOKEN'); i++) await new Promise((r) => setTimeout(r, 25));
+    const token = podEnv(fake).get('NODETRUTH_SESSION_TOKEN')!;
+    const agent = await testApp(['--host-root', hostRoot, '--node-name', 'node-1'], { NODETRUTH_SESSION_TOKEN: token });
+    t.teardown(() => agent.close());
+    await agent.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (agent.app.server.address() as AddressInfo).port;
+    writeFileSync(path.join(fake.dir, 'forward-to'), String(port));
+    writeFileSync(path.join(fake.dir, 'ready'), '');
+    t.equal(await session, 0, c.err());
+    t.ok(JSON.parse(c.out()).paths, "the agent's answer, through the launcher's port and the forward");
+    // a neighbour on the node's loopback, without the token
+    t.equal((await fetch(`http://127.0.0.1:${port}/openapi.json`)).status, 401);
+    await new Promise((r) => setTimeout(r, 50));
+    const audits = agent.logs.filter((l) => l.audit).map((l) => l.audit as { route: string | null; status: number });
+    t.ok(audits.some((a) => a.route === '/openapi.json' && a.status === 200), 'the session was answered');
+    t.ok(audits.some((a) => a.route === '/openapi.json' && a.status === 401), 'the neighbour was refused');
+    t.notOk(agent.logs.some((l) => JSON.stringify(l).includes(token)), 'the token is in no log line');
+    t.same(fake.pods(), []);
   }),
 );
