@@ -10,14 +10,13 @@ import pino from 'pino';
 import { createLogger } from '../agent.js';
 import { closeSources, createSources } from '../sources/index.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
-import type { TriageReport } from '../model/triage.js';
 import { buildApp } from '../server/app.js';
 import { EXIT_CODES, renderText } from '../triage/report.js';
 import { redactText } from '../redact.js';
 import { captureBundle, type CaptureFigures } from './capture.js';
 import { DEFAULT_MAX_BYTES, DEFAULT_READ_MAX_BYTES, defaultBundleName, parseSince, parseSize, type Manifest } from './format.js';
 import { readBundle, BundleError } from './read.js';
-import { bundleBanner, buildBundleApp } from './serve.js';
+import { bundleBanner, buildBundleApp, parseStoredTriage } from './serve.js';
 
 export const CAPTURE_USAGE = `Usage: nodetruth capture [source flags of serve] [-o FILE] [--since 1h] [--max-size 64MiB]
   -o, --output FILE  where the bundle goes (default nodetruth-<node>-<UTC time>.tar.gz; never overwritten)
@@ -178,7 +177,13 @@ export async function triageBundleMain(argv: string[], io: { stdout: { write(s: 
     io.stderr.write(`nodetruth triage: the bundle holds no triage report${stored ? ` (the agent answered ${stored.status})` : ''}\n`);
     return USAGE_EXIT;
   }
-  const report = JSON.parse(stored.body.toString('utf8')) as TriageReport;
+  // a bundle is untrusted input: a stored report that is not one is refused with the reason, never thrown
+  const parsed = parseStoredTriage(stored.body);
+  if ('reason' in parsed) {
+    io.stderr.write(`nodetruth triage: --bundle: refused: ${parsed.reason}\n`);
+    return USAGE_EXIT;
+  }
+  const report = parsed.report;
   io.stderr.write(`nodetruth triage: ${bundleBanner(bundle)}; the report is the stored /v1/triage answer, not re-run\n`);
   if (json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else {

@@ -1,5 +1,5 @@
 import type { Server as TlsServer } from 'node:tls';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { loadKubeClient } from '../sources/kube/api.js';
 import type { Sources } from '../sources/index.js';
@@ -31,6 +31,10 @@ export type App = FastifyInstance;
 export interface AppDeps extends Sources {
   shutdown: AbortSignal;
 }
+
+/** The routes buildApp added to each app it built: the agent's own route table (serve --bundle routes by it). */
+const routeTables = new WeakMap<object, readonly RouteOptions[]>();
+export const routeTableOf = (app: App): readonly RouteOptions[] => routeTables.get(app) ?? [];
 
 /**
  * The HTTP API over `sources` (src/sources/index.ts createSources). Listening is the caller's business.
@@ -72,6 +76,7 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
 
   // every route from here on, for /openapi.json (built on its first request: src/server/openapi.ts)
   const routes = collectRoutes(app);
+  routeTables.set(app, routes);
 
   // While shutting down, answer in-flight requests with Connection: close so their
   // keep-alive sockets end with them and close() does not wait for idle clients.
