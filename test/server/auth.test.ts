@@ -63,7 +63,7 @@ const get = (url: string, token?: string) =>
 const reviews = () => ({ tr: fake.count('/apis/authentication.k8s.io'), sar: fake.count('/apis/authorization.k8s.io') });
 const realNow = authClocks.now;
 const shiftClock = (ms: number) => {
-  authClocks.now = () => Date.now() + ms;
+  authClocks.now = () => realNow() + ms;
 };
 t.afterEach(() => {
   authClocks.now = realNow;

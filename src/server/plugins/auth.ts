@@ -105,13 +105,14 @@ export function accessCheck(resource: string, nodeName: string): AccessCheck {
 }
 
 /**
- * The clocks an AuthDecider reads unless it is given its own: the caches' wall clock and the
- * buckets' monotonic one, looked up at each use so a test can drive time for the app it builds
- * (the buckets refill with time: on a loaded machine a real clock lets more of a flood through).
+ * The clocks an AuthDecider reads unless it is given its own: the caches' and the buckets',
+ * looked up at each use so a test can drive time for the app it builds (the buckets refill
+ * with time: on a loaded machine a real clock lets more of a flood through). Both monotonic:
+ * a wall clock set back would make every cached decision look younger than it is, or drain
+ * the buckets.
  */
 export const authClocks = {
-  now: (): number => Date.now(),
-  /** monotonic, so a wall clock set back cannot drain the buckets */
+  now: (): number => performance.now(),
   bucketNow: (): number => performance.now(),
 };
 
@@ -173,7 +174,7 @@ export class AuthDecider {
         if (age >= AUTH_CACHE.allowTtlMs - AUTH_CACHE.refreshAheadMs && now >= ok.retryAt) this.refresh(key, token, check, ok);
         return ok.decision;
       }
-      // too stale to serve (or a clock set back before its review): reviewed again as a new token
+      // too stale to serve (or a test's clock set back before its review): reviewed again as a new token
       this.allowed.delete(key);
     }
     const no = this.denied.get(key);
@@ -196,18 +197,13 @@ export class AuthDecider {
    */
   private refresh(key: string, token: string, check: AccessCheck, entry: Allowed): void {
     entry.retryAt = Number.POSITIVE_INFINITY; // one in flight
-    this.flights
-      .do(key, async () => {
-        try {
-          const decision = await this.review(token, check);
-          this.remember(key, decision);
-          return decision;
-        } catch (err) {
-          entry.retryAt = this.now() + AUTH_CACHE.refreshRetryMs;
-          throw err;
-        }
-      })
-      .catch(() => {}); // logged by review(); the entry serves on within its bound
+    this.review(token, check).then(
+      (decision) => this.remember(key, decision),
+      () => {
+        // logged by review(); the entry serves on within its bound
+        entry.retryAt = this.now() + AUTH_CACHE.refreshRetryMs;
+      },
+    );
   }
 
   private remember(key: string, decision: Decision): void {
