@@ -13,9 +13,9 @@ const CREATED = /^Creating debugging pod (\S+) with container (\S+) on node (\S+
 
 /**
  * 1. kubectl debug node/<node>, with the session's copy of the debug profile (its id and
- * token added, secret.ts), removed as soon as kubectl debug has ended. The pod's name is printed before the create call, so s.pod is
- * set as soon as it shows and a pod whose creation was interrupted is still deleted
- * (--ignore-not-found if it never was). When the line is not seen (kubectl -q in a
+ * token added, secret.ts), removed as soon as kubectl debug has ended. The pod's name is
+ * printed before the create call, so s.pod is set as soon as it shows and a pod whose
+ * creation was interrupted is still deleted (--ignore-not-found if it never was). When the line is not seen (kubectl -q in a
  * wrapper, another wording, kubectl killed or timed out after the create), the pod is
  * looked up by the session's id, whatever way kubectl debug ended: a privileged pod
  * must never be left without its deadline or its delete.
@@ -39,8 +39,9 @@ export async function createDebugPod(s: Session, k: KubectlArgs, o: AttachOption
     }
     const tooOld = err instanceof StepFailed && /unknown flag: --(custom|profile)/.test(err.stderr);
     if (tooOld) s.say('this kubectl is too old for custom debug profiles: kubectl 1.30 or newer is needed');
-    // flag parsing failed before anything was created: nothing to look for
-    if (!s.pod && !tooOld) s.pod = await findSessionPod(s, k, o);
+    // flag parsing failed, or kubectl did not run: nothing was created, nothing to look for
+    const notRun = err instanceof StepFailed && /^(kubectl not found on PATH|cannot run kubectl)/m.test(err.stderr);
+    if (!s.pod && !tooOld && !notRun) s.pod = await findSessionPod(s, k, o);
     throw err;
   } finally {
     profile.cleanup();

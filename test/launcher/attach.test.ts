@@ -239,6 +239,7 @@ t.test('kubectl missing from PATH: a clear message and exit 1', async (t) => {
   const c = capture();
   t.equal(await attach(opts(), c.io, new EventEmitter()), 1);
   t.match(c.err(), 'kubectl not found on PATH');
+  t.notMatch(c.err(), 'look for', 'nothing was created, so nothing is looked for');
 });
 
 t.test('the real command: curl lines, a working forward, then Ctrl-C (SIGINT) deletes the pod', (t) =>
