@@ -13,6 +13,7 @@ import { ConfigError, loadConfig, type Config } from '../config.js';
 import { buildApp } from '../server/app.js';
 import { EXIT_CODES, renderText } from '../triage/report.js';
 import { redactText } from '../redact.js';
+import { escapeTerminal } from '../format.js';
 import { captureBundle, type CaptureFigures } from './capture.js';
 import { DEFAULT_MAX_BYTES, DEFAULT_READ_MAX_BYTES, defaultBundleName, parseSince, parseSize, type Manifest } from './format.js';
 import { readBundle, BundleError } from './read.js';
@@ -190,7 +191,8 @@ export async function triageBundleMain(argv: string[], io: { stdout: { write(s: 
     // the stored text answer is the report exactly as the agent rendered it; colour needs a re-render
     const color = Boolean(io.stdout.isTTY) && !io.env.NO_COLOR;
     const text = bundle.routes.get('/v1/triage?format=text');
-    io.stdout.write(!color && text?.status === 200 ? text.body.toString('utf8') : renderText(report, { color }));
+    // the stored text comes from the bundle, not from this renderer: every control character in it is shown, not obeyed
+    io.stdout.write(!color && text?.status === 200 ? escapeTerminal(text.body.toString('utf8'), { keepNewlines: true }) : renderText(report, { color }));
   }
   return EXIT_CODES[report.verdict] ?? USAGE_EXIT;
 }

@@ -16,7 +16,8 @@
  * A request that gets no answer within 20 s fails (the server is another process, so
  * a blocked event loop there cannot stop the clock here); no duration is asserted.
  * `nodetruth triage --bundle` over a triage that is not JSON or not a report exits 3
- * with one line of reason and no stack trace.
+ * with one line of reason and no stack trace; a stored text report's control
+ * sequences are shown, not obeyed.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -283,4 +284,18 @@ t.test('triage --bundle refuses a stored report that does not parse: one line, n
     t.equal(r.stdout, '', `${name}: nothing on stdout (not even the stored text)`);
     t.notOk(r.stderr.includes('\x1b'), `${name}: no control sequence of the bundle reaches the terminal`);
   }
+});
+
+t.test('triage --bundle: a stored text report with control sequences reaches the terminal inert', async (t) => {
+  const report = { node: 'hostile', takenAt: '2026-12-01T00:00:00.000Z', windowMs: 1000, verdict: 'critical', counts: { critical: 1, warning: 0, info: 0 }, findings: [{ id: 'x', severity: 'critical', title: 'disk full', detail: 'd', hint: 'h', evidence: [] }], sources: {} };
+  const file = await bundleOf('triage-escapes', [
+    { url: '/v1/triage', status: 200, contentType: 'application/json; charset=utf-8', body: JSON.stringify(report) },
+    // what the stored text says: clear the screen, home, "all clear", hide the rest
+    { url: '/v1/triage?format=text', status: 200, contentType: 'text/plain; charset=utf-8', body: 'CRITICAL disk full\n\x1b[2J\x1b[Hall clear\x1b[8m\n\x9b2J\x1b]0;ok\x07\n' },
+  ]);
+  const r = await triageCli(file);
+  t.equal(r.code, 2, 'the stored verdict decides the exit code');
+  t.notOk(/[\x00-\x09\x0b-\x1f\x7f-\x9f]/.test(r.stdout), 'no control character but the newline reaches stdout');
+  t.match(r.stdout, /\\x1b\[2J\\x1b\[Hall clear\\x1b\[8m/, 'the sequences are shown');
+  t.match(r.stdout, /^CRITICAL disk full\n/, 'the stored text is otherwise as it was');
 });
