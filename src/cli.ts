@@ -85,6 +85,9 @@ async function serve(argv: string[]): Promise<void> {
   process.once('SIGINT', () => void stop('SIGINT'));
   app = await buildApp(sources, { shutdown: shutdown.signal });
   await app.listen({ host: config.listen.host, port: config.listen.port });
+  // from here on no error can end the agent: it is logged and counted (src/process-guard.ts);
+  // one before this line is a start-up failure and exits non-zero
+  (await import('./process-guard.js')).installProcessGuard(log);
   log.info({ hostRoot: config.hostRoot, criEndpoint: config.criEndpoint, auth: config.auth }, 'nodetruth serving');
 }
 

@@ -36,6 +36,15 @@
  *
  * A failed section never fails the capture: its error goes into the manifest.
  * Nothing here changes the node: reads only, journalctl with an argument array.
+ *
+ * Ending: every stream of the archive (the pack, each entry, the gzip) has an error
+ * listener, so an output that fails (a client gone mid-entry, a full disk) stops the
+ * capture and rejects it, and never reaches the process as an unhandled 'error'. A
+ * capture has an overall deadline (--capture-timeout): when it passes, the sections
+ * still running are stopped, what was written stays, and the archive ends with a
+ * manifest that says so (`incomplete`); if even that cannot be written within
+ * FINISH_GRACE_MS (an output that takes no bytes), the archive is cut unfinished, so a
+ * capture never outlives its deadline by more than that grace.
  */
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -43,6 +52,7 @@ import { createGzip } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { pack as tarPack } from 'tar-stream';
 import type { Sources } from '../sources/index.js';
+import { formatDuration } from '../format.js';
 import { Moment } from '../util/moment.js';
 import { DEFAULT_MAX_BYTES, MANIFEST_NAME, type Manifest, type Section } from './format.js';
 import { captureJournal } from './journal.js';
@@ -70,7 +80,14 @@ export interface CaptureOptions {
   throttlingWindow?: string;
   /** called once the sections are known, before the manifest is written: for the one audit line of the capture */
   onManifest?: (m: Manifest, inner: CaptureFigures) => void;
+  /** the capture's overall deadline in ms (default --capture-timeout of deps.config) */
+  deadlineMs?: number;
 }
+
+/** After the deadline, the time left to write the manifest and end the archive before it is cut unfinished. */
+export const FINISH_GRACE_MS = 30_000;
+
+const noop = () => {};
 
 /** What one capture did, for its audit line. */
 export interface CaptureFigures {
@@ -86,50 +103,95 @@ export interface CaptureFigures {
 export async function captureBundle(o: CaptureOptions, out: Writable): Promise<Manifest> {
   const maxBytes = o.maxBytes ?? DEFAULT_MAX_BYTES;
   const sinceMs = o.sinceMs ?? 3600_000;
+  const deadlineMs = o.deadlineMs ?? o.deps.config.captureTimeout;
   const capturedAt = new Date();
   const pack = tarPack();
-  const done = pipeline(pack, createGzip({ level: 6 }), out);
-  done.catch(() => {}); // awaited below; an output error also rejects the entry callbacks
+  const gzip = createGzip({ level: 6 });
+  // the pipeline's failure is read from `done`; these keep a late 'error' of a destroyed stream from being unhandled
+  pack.on('error', noop);
+  gzip.on('error', noop);
+  const done = pipeline(pack, gzip, out);
+  // why the sections stop: the caller's signal, the output failing, the deadline
+  const stop = new AbortController();
+  let outputError: Error | null = null;
+  done.catch((err: Error) => {
+    outputError = err;
+    stop.abort(err);
+  });
+  const onCaller = () => stop.abort(o.signal?.reason instanceof Error ? o.signal.reason : new Error('capture aborted'));
+  if (o.signal?.aborted) onCaller();
+  else o.signal?.addEventListener('abort', onCaller, { once: true });
+  let deadlineHit = false;
+  const deadlineText = `the capture deadline (--capture-timeout ${formatDuration(deadlineMs)}) passed`;
+  const deadline = setTimeout(() => {
+    deadlineHit = !stop.signal.aborted;
+    stop.abort(new Error(`${deadlineText}; this section was not finished`));
+  }, deadlineMs);
+  let cut: NodeJS.Timeout | null = null;
+  const stopped = new Promise<void>((resolve) => stop.signal.addEventListener('abort', () => resolve(), { once: true }));
+
   const w = new BundleWriter(pack, maxBytes, Math.min(CAPTURE_LIMITS.manifestReserve, Math.floor(maxBytes / 8)));
   const sections: Section[] = [];
-  const ctx: CaptureContext = { o, w, sections, signal: o.signal };
+  const ctx: CaptureContext = { o, w, sections, signal: stop.signal };
 
   const moment = new Moment();
   try {
-    await moment.run(async () => {
-      const found = await captureRoutes(ctx);
-      await captureCri(ctx);
-      await captureKmsg(ctx);
-      await captureCgroups(ctx);
-      await captureJournal(ctx, sinceMs);
-      await capturePodLogs(ctx, found.logs);
-    });
-  } catch (err) {
-    if (!o.signal?.aborted) throw err;
-  } finally {
-    moment.end();
-  }
+    try {
+      const work = moment.run(async () => {
+        const found = await captureRoutes(ctx);
+        await captureCri(ctx);
+        await captureKmsg(ctx);
+        await captureCgroups(ctx);
+        await captureJournal(ctx, sinceMs);
+        await capturePodLogs(ctx, found.logs);
+      });
+      work.catch(noop); // a section still running when the capture stopped ends on the signal, unawaited
+      // the sections end, or the capture stops without waiting for one that does not heed its signal
+      await Promise.race([work, stopped]);
+    } catch (err) {
+      if (!stop.signal.aborted) throw err;
+    } finally {
+      moment.end();
+    }
 
-  const manifest = buildManifest({
-    config: o.deps.config,
-    argv: o.argv ?? [],
-    capturedAt,
-    finishedAt: moment.to ?? new Date(),
-    sinceMs,
-    maxBytes,
-    bytes: w.used,
-    trimmed: w.trimmed,
-    sections,
-  });
-  if (o.signal?.aborted) {
-    pack.destroy(new Error('capture aborted'));
-    await done.catch(() => {});
-    throw o.signal.reason instanceof Error ? o.signal.reason : new Error('capture aborted');
+    if (stop.signal.aborted && !deadlineHit) {
+      pack.destroy(outputError ?? new Error('capture aborted'));
+      await done.catch(noop);
+      throw outputError ?? stop.signal.reason;
+    }
+    if (deadlineHit) {
+      // what was written stays; nothing more is, but the manifest
+      w.seal(new Error(`${deadlineText}; this section was not stored`));
+      for (const s of sections) if (s.path === undefined && s.error === undefined && s.trimmed === undefined) s.error = `${deadlineText}; this section was not finished`;
+      cut = setTimeout(() => pack.destroy(new Error(`${deadlineText} and the archive could not be finished within ${formatDuration(FINISH_GRACE_MS)}; it was cut`)), FINISH_GRACE_MS);
+      await w.settled();
+    }
+    const manifest = buildManifest({
+      config: o.deps.config,
+      argv: o.argv ?? [],
+      capturedAt,
+      finishedAt: moment.to ?? new Date(),
+      sinceMs,
+      maxBytes,
+      bytes: w.used,
+      trimmed: w.trimmed,
+      // a copy: work stopped by the deadline may still touch its section
+      sections: structuredClone(sections),
+    });
+    if (deadlineHit) manifest.incomplete = { reason: 'deadline', detail: `${deadlineText}: the sections not finished by then are missing or marked with an error; everything stored is complete` };
+    const routes = manifest.sections.filter((s) => s.kind === 'route');
+    o.onManifest?.(manifest, { answers: moment.requests, answerBytes: routes.reduce((n, s) => n + s.bytes, 0), failedSections: manifest.sections.filter((s) => s.error !== undefined).length });
+    await w.add('manifest', MANIFEST_NAME, Buffer.from(`${JSON.stringify(manifest, null, 1)}\n`));
+    pack.finalize();
+    await done;
+    return manifest;
+  } catch (err) {
+    pack.destroy(err instanceof Error ? err : new Error(String(err)));
+    await done.catch(noop);
+    throw err;
+  } finally {
+    clearTimeout(deadline);
+    if (cut) clearTimeout(cut);
+    o.signal?.removeEventListener('abort', onCaller);
   }
-  const routes = sections.filter((s) => s.kind === 'route');
-  o.onManifest?.(manifest, { answers: moment.requests, answerBytes: routes.reduce((n, s) => n + s.bytes, 0), failedSections: sections.filter((s) => s.error !== undefined).length });
-  await w.add('manifest', MANIFEST_NAME, Buffer.from(`${JSON.stringify(manifest, null, 1)}\n`));
-  pack.finalize();
-  await done;
-  return manifest;
 }

@@ -98,6 +98,8 @@ export const manifestSchema = z.object({
     policy: bounded(1024),
   }),
   sections: z.array(sectionSchema).max(MAX_ENTRIES),
+  /** present when the capture stopped before every section was done: its deadline (--capture-timeout) passed */
+  incomplete: z.object({ reason: z.enum(['deadline']), detail: bounded(1024) }).optional(),
 });
 export type Manifest = z.infer<typeof manifestSchema>;
 

@@ -32,6 +32,8 @@ export class BundleWriter {
   used = 0;
   readonly trimmed = new Set<SectionKind>();
   private chain: Promise<void> = Promise.resolve();
+  /** set by seal(): every later entry but the manifest is refused with it */
+  private sealed: Error | null = null;
   constructor(
     readonly pack: Pack,
     readonly maxBytes: number,
@@ -43,9 +45,23 @@ export class BundleWriter {
     return this.maxBytes - this.reserve - this.used;
   }
 
-  /** Add one entry, in order; false (and the kind marked trimmed) when it does not fit the budget. */
+  /** No entry but the manifest from now on: the capture stopped (its deadline); work still running is refused with `why`. */
+  seal(why: Error): void {
+    this.sealed ??= why;
+  }
+
+  /** Wait for the entries already given to be written (or to fail). */
+  settled(): Promise<void> {
+    return this.chain;
+  }
+
+  /**
+   * Add one entry, in order; false (and the kind marked trimmed) when it does not fit the budget.
+   * Rejects when the archive cannot take it (the output failed or was cut, the writer sealed).
+   */
   add(kind: SectionKind | 'manifest', name: string, body: Buffer): Promise<boolean> {
     const run = async () => {
+      if (kind !== 'manifest' && this.sealed) throw this.sealed;
       const need = block(body.length);
       if (kind !== 'manifest' && need > this.room()) {
         this.trimmed.add(kind);
@@ -53,7 +69,11 @@ export class BundleWriter {
       }
       this.used += need;
       await new Promise<void>((resolve, reject) => {
-        this.pack.entry({ name, size: body.length, mode: 0o644, mtime: new Date(), type: 'file' }, body, (err) => (err ? reject(err) : resolve()));
+        const sink = this.pack.entry({ name, size: body.length, mode: 0o644, mtime: new Date(), type: 'file' }, body, (err) => (err ? reject(err) : resolve()));
+        // When the output fails (a client gone mid-entry), the pack destroys the entry's stream with
+        // that error: the callback above receives it, and this listener keeps streamx from emitting it
+        // a second time as an 'error' nobody listens to, which would end the process.
+        sink.on('error', () => {});
       });
       return true;
     };

@@ -6,6 +6,7 @@ import type { Sources } from '../sources/index.js';
 import { auditClientError, installAuditLog } from './plugins/audit.js';
 import { installAuth, installHostCheck } from './plugins/auth.js';
 import { installLoadShed } from './plugins/load-shed.js';
+import { installConnectionBounds } from './connections.js';
 import { installSessionSecret } from './plugins/session-secret.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { installProblemHandlers } from './plugins/problems.js';
@@ -95,6 +96,8 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
   if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
   installLoadShed(app); // after auth: a refused request never takes a slot
+  // drain timeout and bytes in flight; its onSend after the shared body's, which makes the Buffer
+  installConnectionBounds(app, { drainTimeoutMs: deps.config.drainTimeout });
 
   if (tls?.source === 'file') {
     const watch = watchTlsFiles(tls, (key, cert) => (app.server as unknown as TlsServer).setSecureContext({ key, cert, minVersion: 'TLSv1.2' }), deps.log);

@@ -180,6 +180,8 @@ export function sendFollow<T>(
     cleanup();
   }
   stream = Readable.from(frames(), { objectMode: false });
+  // the generator catches its producer's errors; what is left (a write after the client went away) ends the stream, never the process
+  stream.on('error', () => ac.abort());
   stream.on('close', () => {
     ac.abort();
     cleanup();

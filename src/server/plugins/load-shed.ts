@@ -13,6 +13,13 @@
  * `running` distinct ones run; up to `queued` more wait, in order, at most `maxWaitMs`; past
  * that the answer is 503 with Retry-After, at once. A waiting request whose client went away
  * leaves the queue.
+ *
+ * A slot is given back when its request ends, however it ends: the answer handed to the
+ * socket (onSend: the heavy work is done; what is still unsent is bounded by
+ * src/server/connections.ts, not by a slot), the response finished or closed (the client
+ * gone, an error, a deadline's cut). A request whose response closed before it reached this
+ * hook (its client went away during an earlier one, such as a TokenReview) takes no slot:
+ * its 'close' has been emitted and would never give the slot back.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem } from '../../errors.js';
@@ -64,18 +71,27 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
     }
   };
 
+  const holders = new WeakMap<FastifyRequest, () => void>();
   app.addHook('onRequest', async (req: FastifyRequest, reply) => {
     if (!o.routes.has(req.routeOptions.url ?? '')) return;
     const key = `${req.method} ${req.url}`;
     const hold = () => {
       let released = false;
-      reply.raw.once('close', () => {
-        if (!released) {
-          released = true;
-          release(key);
-        }
-      });
+      const give = () => {
+        if (released) return;
+        released = true;
+        reply.raw.off('close', give);
+        reply.raw.off('finish', give);
+        holders.delete(req);
+        release(key);
+      };
+      holders.set(req, give);
+      reply.raw.once('close', give);
+      reply.raw.once('finish', give);
+      // closed already (between the check below and now nothing can close it: no await)
+      if (reply.raw.destroyed) give();
     };
+    if (reply.raw.destroyed || req.raw.socket?.destroyed) throw clientGone();
     if (inFlight.has(key) || inFlight.size < o.running) {
       take(key);
       hold();
@@ -111,4 +127,11 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
       queue.push(w);
     });
   });
+  // the answer is built and about to be written: the heavy work the slot bounds is over
+  app.addHook('onSend', async (req, _reply, payload) => {
+    holders.get(req)?.();
+    return payload;
+  });
 }
+
+const clientGone = () => new Problem(499, 'Client closed request', 'the client went away before its request was admitted');

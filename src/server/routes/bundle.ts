@@ -40,7 +40,9 @@ const maxSize = z
  * behind the same auth as every route: the capture calls the routes with the
  * caller's own Authorization, so a bundle holds what that caller may read. One at
  * a time (a capture reads the whole node); exempt from --request-timeout (it
- * takes longer by nature), ended when the client goes away or the agent stops.
+ * takes longer by nature) but bounded by --capture-timeout, ended when the client
+ * goes away (or stops reading past --drain-timeout) or the agent stops. The slot is
+ * given back when the capture has ended, however it ended.
  */
 export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   let running = false;
@@ -60,6 +62,8 @@ export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       exemptFromDeadline(req);
       const signal = AbortSignal.any([requestSignal(req), deps.shutdown]);
       const out = new PassThrough();
+      // the capture's failure is logged below; a destroyed stream's late 'error' must not reach the process
+      out.on('error', () => {});
       const headers: Record<string, string> = {};
       if (typeof req.headers.host === 'string') headers.host = req.headers.host;
       if (typeof req.headers.authorization === 'string') headers.authorization = req.headers.authorization;

@@ -1,0 +1,148 @@
+/**
+ * Every connection makes progress or is cut, and the bytes the agent has written that its
+ * clients have not taken are bounded (DESIGN.md "Security model").
+ *
+ * Drain timeout: a socket that holds bytes for its client (Node's writable buffer, libuv's
+ * write queue; under TLS, the TCP socket's queue beneath it) and has handed none of them to
+ * the kernel for --drain-timeout is destroyed. So a client that stops reading holds nothing
+ * longer than that: not the capture slot, not a load-shed slot, not an 11 MB answer. A quiet
+ * follow stream holds no bytes and is never cut here; a slow client that keeps taking bytes
+ * is never cut here either.
+ *
+ * Bytes in flight: written and not yet taken by the client, read per socket from those same
+ * buffers (an upper bound: a body shared by several answers counts once per socket). A
+ * request is refused 429 while its client (its address) already holds more than
+ * IN_FLIGHT.perClient. An answer of IN_FLIGHT.small bytes or more is refused when it would
+ * take its client past IN_FLIGHT.perClient (429) or every client together past
+ * IN_FLIGHT.total (503, Retry-After), unless nothing is in flight there: one answer always
+ * goes, whatever its size. /healthz is never refused (its answer is a few bytes; refusing
+ * it would let a client that stops reading get the agent restarted by its probe).
+ */
+import { Socket } from 'node:net';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import { Problem, tooMany } from '../errors.js';
+import { formatDuration } from '../format.js';
+import { guardCounts } from '../process-guard.js';
+
+export const IN_FLIGHT = {
+  /** bytes one client address may hold unread before its next request is refused */
+  perClient: 32 * 2 ** 20,
+  /** bytes every client together may hold unread before a large answer is refused */
+  total: 64 * 2 ** 20,
+  /** answers shorter than this are never refused for bytes in flight */
+  small: 64 * 1024,
+} as const;
+
+export interface ConnectionBoundsOptions {
+  /** --drain-timeout, ms */
+  drainTimeoutMs: number;
+  perClientBytes?: number;
+  totalBytes?: number;
+}
+
+interface Watched {
+  key: string;
+  /** the socket's queue sizes when they last changed */
+  sig: string;
+  /** when they last changed, or the socket last held nothing */
+  since: number;
+}
+
+type WithHandle = { _handle?: { writeQueueSize?: number } | null; _parent?: { _handle?: { writeQueueSize?: number } | null } | null };
+
+/** Node's buffer, libuv's queue, and under TLS the TCP socket's queue. */
+function queues(s: Socket): [number, number, number] {
+  const h = s as unknown as WithHandle;
+  return [s.writableLength, h._handle?.writeQueueSize ?? 0, h._parent?._handle?.writeQueueSize ?? 0];
+}
+
+/** Bytes written to `s` that its client has not taken (an upper bound). */
+export function pendingBytes(s: Socket): number {
+  const [a, b, c] = queues(s);
+  return Math.max(a, b, c);
+}
+
+const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
+const EXEMPT = new Set(['/healthz']);
+
+export function installConnectionBounds(app: FastifyInstance, o: ConnectionBoundsOptions): void {
+  const perClient = o.perClientBytes ?? IN_FLIGHT.perClient;
+  const total = o.totalBytes ?? IN_FLIGHT.total;
+  const watched = new Map<Socket, Watched>();
+  const log = app.log as FastifyBaseLogger;
+
+  const check = () => {
+    const now = performance.now();
+    for (const [s, w] of watched) {
+      if (s.destroyed) {
+        watched.delete(s);
+        continue;
+      }
+      const q = queues(s);
+      if (q[0] === 0 && q[1] === 0 && q[2] === 0) {
+        w.sig = '';
+        w.since = now;
+        continue;
+      }
+      const sig = q.join(':');
+      if (sig !== w.sig) {
+        w.sig = sig;
+        w.since = now;
+      } else if (now - w.since >= o.drainTimeoutMs) {
+        guardCounts.drainCuts++;
+        log.warn({ remote: w.key, pendingBytes: Math.max(...q), drainTimeout: formatDuration(o.drainTimeoutMs) }, 'connection cut: its client took none of its bytes within --drain-timeout');
+        watched.delete(s);
+        s.destroy();
+      }
+    }
+  };
+  // a cut comes between drainTimeout and drainTimeout + tick after the last byte taken
+  const tick = Math.max(50, Math.min(1000, Math.floor(o.drainTimeoutMs / 4)));
+  const timer = setInterval(check, tick);
+  timer.unref();
+  app.addHook('onClose', async () => clearInterval(timer));
+
+  /** bytes in flight of one client address and of all */
+  const inFlight = (key: string) => {
+    let mine = 0;
+    let all = 0;
+    for (const [s, w] of watched) {
+      if (s.destroyed) continue;
+      const n = pendingBytes(s);
+      all += n;
+      if (w.key === key) mine += n;
+    }
+    return { mine, all };
+  };
+  const refuseClient = (mine: number) => {
+    guardCounts.inFlightRefusals++;
+    return tooMany(`this client (its address) has ${mib(mine)} of answers it has not read; at most ${mib(perClient)} are kept for one client: read them, then ask again`, 1);
+  };
+
+  app.addHook('onRequest', async (req: FastifyRequest) => {
+    const s = req.raw.socket;
+    // app.inject's requests (a capture's) have a stand-in socket: nothing is written to a client there
+    if (!(s instanceof Socket)) return;
+    const key = s.remoteAddress ?? 'unknown';
+    if (!watched.has(s)) {
+      watched.set(s, { key, sig: '', since: performance.now() });
+      s.once('close', () => watched.delete(s));
+    }
+    if (EXEMPT.has(req.routeOptions.url ?? '')) return;
+    const { mine } = inFlight(key);
+    if (mine > perClient) throw refuseClient(mine);
+  });
+
+  // after the shared body's onSend (registered before): the payload is the Buffer about to be written
+  app.addHook('onSend', async (req, reply, payload) => {
+    const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0;
+    if (size < IN_FLIGHT.small || reply.raw.destroyed || !(req.raw.socket instanceof Socket) || EXEMPT.has(req.routeOptions.url ?? '')) return payload;
+    const { mine, all } = inFlight(req.raw.socket.remoteAddress ?? 'unknown');
+    if (mine > 0 && mine + size > perClient) throw refuseClient(mine);
+    if (all > 0 && all + size > total) {
+      guardCounts.inFlightRefusals++;
+      throw new Problem(503, 'Overloaded', `clients hold ${mib(all)} of answers they have not read; this one (${mib(size)}) would take the agent past ${mib(total)}; try again shortly`, undefined, { 'retry-after': '1' });
+    }
+    return payload;
+  });
+}
