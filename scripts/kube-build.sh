@@ -84,6 +84,11 @@ KUBE_INFO=$(json_field Info)
 BUILD_DATE=$(sed -n 's/.*"Time":"\([^"]*\)".*/\1/p' "$KUBE_INFO")
 [[ -n $BUILD_DATE ]] || { log "no Time in $KUBE_INFO"; exit 1; }
 GO_DIRECTIVE=$(awk '$1 == "go" { print $2; exit }' "$KUBE_GOMOD")
+# The release's godebug settings apply only in the main module: carried over as they are.
+GODEBUG_LINES=$(awk '
+  /^godebug[[:space:]]*\(/ { inblock = 1; print; next }
+  inblock { print; if ($0 ~ /^\)/) inblock = 0; next }
+  /^godebug[[:space:]]/ { print }' "$KUBE_GOMOD")
 # Every `k8s.io/<m> => ./staging/...` line, inside or outside a replace block.
 mapfile -t STAGING < <(awk '
   { sub(/^replace[[:space:]]+/, ""); sub(/^[[:space:]]+/, "") }
@@ -105,6 +110,7 @@ mkdir -p "$SRC"
   echo
   echo "go $GO_DIRECTIVE"
   echo
+  [[ -z $GODEBUG_LINES ]] || printf '%s\n\n' "$GODEBUG_LINES"
   echo "require k8s.io/kubernetes $KUBE_VERSION"
   echo
   echo "replace ("

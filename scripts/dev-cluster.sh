@@ -1,0 +1,333 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on this machine, from the binaries scripts/kube-build.sh
+# builds (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl).
+#
+#   bash scripts/dev-cluster.sh up      # start; returns with the control plane running
+#   bash scripts/dev-cluster.sh check   # namespace + pod round trip, audited, scheduled
+#   bash scripts/dev-cluster.sh down    # stop every process `up` started, by PID
+#
+# Control plane only: there is no node yet (the guest VM with containerd and kubelet comes
+# later), so a pod stays Pending with the scheduler's "no nodes available".
+#
+# State in $NODETRUTH_DEV_CLUSTER_DIR (default .dev-cluster/, gitignored):
+#   kubeconfig   admin (O=system:masters)     audit.log  the API server's audit log
+#   pki/         CA, serving and client certs, service-account key pair (openssl)
+#   etcd/        etcd's data                   logs/      one log per process
+#   pids/        one PID file per process      timings    seconds from `up` to each step
+# Everything listens on 127.0.0.1 only: etcd on $NODETRUTH_DEV_ETCD_PORT (23790, peer +10),
+# the API server on $NODETRUTH_DEV_API_PORT (16443); controller-manager and scheduler serve
+# no port (--secure-port=0) and show they run by their leader-election leases.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DIR=${NODETRUTH_DEV_CLUSTER_DIR:-.dev-cluster}
+ETCD_PORT=${NODETRUTH_DEV_ETCD_PORT:-23790}
+ETCD_PEER_PORT=$((ETCD_PORT + 10))
+API_PORT=${NODETRUTH_DEV_API_PORT:-16443}
+SERVICE_CIDR=10.96.0.0/16
+SERVICE_IP=10.96.0.1
+PROCS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+
+usage() {
+  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+}
+log() { echo "dev-cluster: $*" >&2; }
+die() { log "$*"; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# A PID file names a process we started only while that PID still runs our binary.
+ours() {
+  local name=$1 pid
+  [[ -f $DIR/pids/$name.pid ]] || return 1
+  pid=$(cat "$DIR/pids/$name.pid")
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  [[ $(readlink "/proc/$pid/exe" 2>/dev/null) == "$BIN/$name" ]] || return 1
+  echo "$pid"
+}
+
+stop_one() {
+  local name=$1 pid i
+  if pid=$(ours "$name"); then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$name ($pid) ignored SIGTERM for 10 s; SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    log "stopped $name ($pid)"
+  fi
+  rm -f "$DIR/pids/$name.pid"
+}
+
+down() {
+  local i
+  for ((i = ${#PROCS[@]} - 1; i >= 0; i--)); do stop_one "${PROCS[i]}"; done
+  rm -rf "$DIR/etcd" "$DIR/kubeconfig"
+}
+
+start() {
+  local name=$1
+  shift
+  # setsid: the process outlives `up` and a Ctrl-C in the caller's terminal.
+  setsid "$BIN/$name" "$@" >"$DIR/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$DIR/pids/$name.pid"
+  log "started $name ($!)"
+}
+
+# wait_for SECONDS WHAT CMD...: polls CMD every 0.5 s; fails naming WHAT and the log tail.
+wait_for() {
+  local secs=$1 what=$2 deadline
+  shift 2
+  deadline=$(($(date +%s) + secs))
+  until "$@" >/dev/null 2>&1; do
+    if (($(date +%s) >= deadline)); then
+      log "$what: not ready after $secs s"
+      tail -n 20 "$DIR"/logs/*.log >&2 || true
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+alive() { ours "$1" >/dev/null || die "$1 exited; see $DIR/logs/$1.log"; }
+
+port_free() { ! ss -Htln "sport = :$1" | grep -q .; }
+
+cert() { # cert NAME SUBJECT EXTENSIONS...: an EC P-256 key and a cert signed by the CA
+  local name=$1 subj=$2 ext
+  shift 2
+  ext=$(printf '%s\n' "basicConstraints=critical,CA:FALSE" "$@")
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr" 2>/dev/null
+  openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" \
+    -set_serial "0x$(openssl rand -hex 16)" -days 30 -extfile <(echo "$ext") \
+    -out "$PKI/$name.crt" 2>/dev/null
+  rm -f "$PKI/$name.csr"
+}
+
+pki() {
+  PKI=$DIR/pki
+  rm -rf "$PKI"
+  mkdir -p "$PKI"
+  chmod 700 "$PKI"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 30 \
+    -keyout "$PKI/ca.key" -out "$PKI/ca.crt" -subj "/CN=nodetruth-dev-cluster-ca" \
+    -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  local client=("keyUsage=critical,digitalSignature" "extendedKeyUsage=clientAuth")
+  cert apiserver "/CN=kube-apiserver" "keyUsage=critical,digitalSignature" \
+    "extendedKeyUsage=serverAuth" \
+    "subjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  cert admin "/O=system:masters/CN=nodetruth-dev-admin" "${client[@]}"
+  cert controller-manager "/CN=system:kube-controller-manager" "${client[@]}"
+  cert scheduler "/CN=system:kube-scheduler" "${client[@]}"
+  cert apiserver-kubelet-client "/CN=kube-apiserver-kubelet-client" "${client[@]}"
+  openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>/dev/null
+  openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+}
+
+kubeconfig() { # kubeconfig FILE CERT-NAME
+  local f=$1 c=$2
+  rm -f "$f"
+  "$BIN/kubectl" config --kubeconfig="$f" set-cluster dev --server="https://127.0.0.1:$API_PORT" \
+    --certificate-authority="$PKI/ca.crt" --embed-certs=true >/dev/null
+  "$BIN/kubectl" config --kubeconfig="$f" set-credentials "$c" \
+    --client-certificate="$PKI/$c.crt" --client-key="$PKI/$c.key" --embed-certs=true >/dev/null
+  "$BIN/kubectl" config --kubeconfig="$f" set-context dev --cluster=dev --user="$c" >/dev/null
+  "$BIN/kubectl" config --kubeconfig="$f" use-context dev >/dev/null
+  chmod 600 "$f"
+}
+
+audit_policy() {
+  cat >"$DIR/audit-policy.yaml" <<'EOF'
+# Who reached a pod (port-forward, exec, attach), the agent's TokenReviews and
+# SubjectAccessReviews, and every create/delete of a pod or DaemonSet with its body.
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    resources:
+      - group: ""
+        resources: [pods/portforward, pods/exec, pods/attach]
+  - level: Metadata
+    resources:
+      - group: authentication.k8s.io
+        resources: [tokenreviews]
+      - group: authorization.k8s.io
+        resources: [subjectaccessreviews]
+  - level: RequestResponse
+    verbs: [create, delete]
+    resources:
+      - group: ""
+        resources: [pods]
+      - group: apps
+        resources: [daemonsets]
+  - level: Metadata
+    verbs: [create, delete]
+    resources:
+      - group: ""
+        resources: [namespaces]
+  - level: None
+EOF
+}
+
+# audit_has 'A|B|C': some line of the audit log holds each of the fixed strings A, B, C.
+audit_has() {
+  awk -v want="$1" 'BEGIN { n = split(want, w, "|") }
+    { for (i = 1; i <= n; i++) if (!index($0, w[i])) next; found = 1; exit }
+    END { exit !found }' "$DIR/audit.log"
+}
+
+K() { "$BIN/kubectl" --kubeconfig="$DIR/kubeconfig" "$@"; }
+
+up() {
+  local t0 p
+  t0=$(now)
+  BIN=$(bash scripts/kube-build.sh | tail -n 1)
+  local t_build
+  t_build=$(since "$t0")
+  for p in "${PROCS[@]}"; do
+    if ours "$p" >/dev/null; then die "$p is already running from $DIR; run down first"; fi
+  done
+  for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT"; do
+    port_free "$p" || die "127.0.0.1:$p is in use; set NODETRUTH_DEV_ETCD_PORT / NODETRUTH_DEV_API_PORT"
+  done
+  mkdir -p "$DIR/pids" "$DIR/logs"
+  rm -rf "$DIR/etcd"
+  : >"$DIR/audit.log"
+  t0=$(now)
+  pki
+  audit_policy
+  kubeconfig "$DIR/kubeconfig" admin
+  kubeconfig "$DIR/controller-manager.kubeconfig" controller-manager
+  kubeconfig "$DIR/scheduler.kubeconfig" scheduler
+  local t_pki
+  t_pki=$(since "$t0")
+  echo "$BIN" >"$DIR/bin"
+  UP_OK=0
+  trap '[[ $UP_OK == 1 ]] || { log "up failed; stopping what it started"; down; }' EXIT
+
+  t0=$(now)
+  # --unsafe-no-fsync: a throwaway cluster's data; fsync on a shared disk only slows it.
+  start etcd --name=dev --data-dir="$DIR/etcd" --unsafe-no-fsync \
+    --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="dev=http://127.0.0.1:$ETCD_PEER_PORT"
+  wait_for 60 etcd curl -fsS "http://127.0.0.1:$ETCD_PORT/health"
+  local t_etcd
+  t_etcd=$(since "$t0")
+  alive etcd
+
+  start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+    --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+    --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+    --client-ca-file="$PKI/ca.crt" \
+    --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction \
+    --allow-privileged=true \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+    --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
+    --audit-policy-file="$DIR/audit-policy.yaml" --audit-log-path="$DIR/audit.log" \
+    --audit-log-format=json
+  wait_for 180 kube-apiserver K get --raw /readyz
+  local t_api
+  t_api=$(since "$t0")
+  alive kube-apiserver
+  [[ $(K auth can-i '*' '*') == yes ]] || die "the admin kubeconfig cannot do everything"
+  # The API server's kubelet client may proxy, exec and port-forward (as local-up-cluster.sh).
+  K create clusterrolebinding nodetruth-dev-apiserver-kubelet-api-admin \
+    --clusterrole=system:kubelet-api-admin --user=kube-apiserver-kubelet-client >/dev/null
+
+  start kube-controller-manager --kubeconfig="$DIR/controller-manager.kubeconfig" \
+    --secure-port=0 --leader-elect=true \
+    --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
+    --use-service-account-credentials=true \
+    --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --node-monitor-grace-period=5m
+  start kube-scheduler --kubeconfig="$DIR/scheduler.kubeconfig" --secure-port=0 --leader-elect=true
+  wait_for 120 kube-controller-manager K -n kube-system get lease kube-controller-manager
+  wait_for 120 kube-scheduler K -n kube-system get lease kube-scheduler
+  alive kube-controller-manager
+  alive kube-scheduler
+  local t_all
+  t_all=$(since "$t0")
+  UP_OK=1
+  cat >"$DIR/timings" <<EOF
+build (kube-build.sh) ${t_build} s
+pki and kubeconfigs ${t_pki} s
+etcd healthy ${t_etcd} s after start
+kube-apiserver /readyz ${t_api} s after etcd start
+controller-manager and scheduler leases ${t_all} s after etcd start
+EOF
+  log "control plane up (etcd to /readyz ${t_api} s, to both leases ${t_all} s)"
+  cat >&2 <<EOF
+  export KUBECONFIG=$PWD/$DIR/kubeconfig
+  kubectl: $BIN/kubectl   (API server https://127.0.0.1:$API_PORT)
+  audit log: $PWD/$DIR/audit.log
+  No node yet: pods stay Pending. Stop with: bash scripts/dev-cluster.sh down
+EOF
+}
+
+check() {
+  local ns pod t0 i
+  for p in "${PROCS[@]}"; do alive "$p"; done
+  t0=$(now)
+  K get --raw /readyz >/dev/null
+  [[ $(K auth can-i create pods --all-namespaces) == yes ]] || die "admin cannot create pods"
+  ns=dev-cluster-check-$(openssl rand -hex 3)
+  pod=check
+  K create namespace "$ns" >/dev/null
+  # The controller-manager's service-account and root-CA publisher controllers.
+  wait_for 60 "ServiceAccount default in $ns" K -n "$ns" get serviceaccount default
+  wait_for 60 "ConfigMap kube-root-ca.crt in $ns" K -n "$ns" get configmap kube-root-ca.crt
+  K -n "$ns" run "$pod" --image=registry.k8s.io/pause:3.10 --restart=Never >/dev/null
+  # No node: the scheduler must say so on the pod.
+  wait_for 60 "the scheduler's verdict on $ns/$pod" bash -c \
+    "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n '$ns' get pod '$pod' \
+       -o jsonpath='{.status.conditions[?(@.type==\"PodScheduled\")].reason}' | grep -qx Unschedulable"
+  K -n "$ns" delete pod "$pod" --wait=false >/dev/null
+  K delete namespace "$ns" --wait=false >/dev/null
+  # An event is written at its ResponseComplete stage, after the client saw the answer:
+  # poll for each briefly.
+  local want
+  for want in \
+    "\"verb\":\"create\"|\"resource\":\"namespaces\"|\"name\":\"$ns\"" \
+    "\"level\":\"RequestResponse\"|\"username\":\"nodetruth-dev-admin\"|\"verb\":\"create\"|\"resource\":\"pods\"|\"namespace\":\"$ns\"|\"requestObject\"" \
+    "\"verb\":\"delete\"|\"resource\":\"pods\"|\"namespace\":\"$ns\"|\"name\":\"$pod\"" \
+    "\"verb\":\"delete\"|\"resource\":\"namespaces\"|\"name\":\"$ns\""; do
+    for ((i = 0; i < 20; i++)); do
+      audit_has "$want" && break
+      sleep 0.5
+    done
+    audit_has "$want" || die "no audit event with all of $want in $DIR/audit.log"
+  done
+  # The policy's None: reading pods is not audited.
+  if audit_has "\"verb\":\"get\"|\"resource\":\"pods\"|\"namespace\":\"$ns\""; then
+    die "a get of a pod was audited; the policy's last rule should be None"
+  fi
+  log "check passed in $(since "$t0") s: namespace $ns, service account, root CA, scheduler verdict, audit events"
+}
+
+# down and check use the binaries `up` ran, never a new build.
+recorded_bin() {
+  [[ -f $DIR/bin ]] || die "no $DIR/bin: nothing was started from $DIR"
+  BIN=$(cat "$DIR/bin")
+}
+
+case ${1:-} in
+  up) up ;;
+  down) recorded_bin && down ;;
+  check) recorded_bin && check ;;
+  *) usage ;;
+esac
