@@ -1,15 +1,18 @@
 /**
  * Past a bound of concurrent heavy work, answer 503 with Retry-After instead of queueing
- * without limit (issue 12).
+ * without limit.
  *
- * Heavy routes are the full-node answers whose cost grows with the node (every container,
- * every cgroup, every series): measured on the FAKE 1,000-container node, one of them holds
- * tens of MiB while it is built (bench/RESULTS.md, issue 12), so fifty at once took the agent
- * to 700 MiB. Light routes (health, one container, the node's own files, logs with their own
- * limits) never wait here.
+ * Heavy routes are the answers whose cost grows with the node (every container, every
+ * cgroup, every series) or with what tenants wrote (the journal's and the kernel log's
+ * records: a /v1/kernel answer of a full ring buffer is tens of MB once rendered).
+ * Measured on the FAKE 1,000-container node, one of them holds tens of MiB while it is
+ * built (bench/RESULTS.md), so fifty at once took the agent to 700 MiB, and four kernel
+ * answers built at once kept /healthz waiting for most of a second. Light routes (health,
+ * one container, the node's own files) and follow streams never wait here.
  *
- * A slot is a distinct request (path and query): requests identical to one in flight join
- * it at once, since the routes share that work (SingleFlight) and its rendered body. Up to
+ * A slot is a distinct request (path and query): on the joinable routes, requests identical
+ * to one in flight join it at once, since they share that work (SingleFlight) and its
+ * rendered body; on the others every request is its own. Up to
  * `running` distinct ones run; up to `queued` more wait, in order, at most `maxWaitMs`; past
  * that the answer is 503 with Retry-After, at once. A waiting request whose client went away
  * leaves the queue.
@@ -33,13 +36,26 @@ export interface LoadShedOptions {
   maxWaitMs: number;
   /** the routes (as declared: '/v1/cgroups') that take a slot */
   routes: ReadonlySet<string>;
+  /** of those, the routes whose identical requests share one flight's work and body, and so one slot */
+  joinable: ReadonlySet<string>;
 }
 
 export const LOAD_SHED_DEFAULTS: LoadShedOptions = {
   running: 2,
   queued: 128,
   maxWaitMs: 5_000,
-  routes: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift']),
+  routes: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift', '/v1/kernel', '/v1/logs']),
+  // the log routes read and render for each request: identical ones are distinct work
+  joinable: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift']),
+};
+
+/**
+ * A follow stream lasts up to --follow-max and builds nothing large (its own limiter
+ * bounds how many run): it must not hold a slot that whole time.
+ */
+const isFollow = (req: FastifyRequest) => {
+  const f = (req.query as Record<string, unknown> | undefined)?.follow;
+  return f === 'true' || f === '1';
 };
 
 interface Waiter {
@@ -54,6 +70,7 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
   /** distinct heavy requests in flight → how many requests share each */
   const inFlight = new Map<string, number>();
   const queue: Waiter[] = [];
+  let unshared = 0;
 
   const take = (key: string) => inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
   const release = (key: string) => {
@@ -73,8 +90,9 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
 
   const holders = new WeakMap<FastifyRequest, () => void>();
   app.addHook('onRequest', async (req: FastifyRequest, reply) => {
-    if (!o.routes.has(req.routeOptions.url ?? '')) return;
-    const key = `${req.method} ${req.url}`;
+    const route = req.routeOptions.url ?? '';
+    if (!o.routes.has(route) || isFollow(req)) return;
+    const key = o.joinable.has(route) ? `${req.method} ${req.url}` : `${req.method} ${req.url} #${++unshared}`;
     const hold = () => {
       let released = false;
       const give = () => {

@@ -1,5 +1,5 @@
 /**
- * Load shedding (issue 12): past `running` distinct heavy requests and `queued` waiting
+ * Load shedding: past `running` distinct heavy requests and `queued` waiting
  * ones, a heavy request answers 503 problem+json with Retry-After at once; identical
  * requests join the one in flight; waiting requests are admitted in order as slots free;
  * a waiter whose client left is dropped from the queue; light routes never wait.
@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import t, { type Test } from 'tap';
 import { installProblemHandlers } from '../../../src/server/plugins/problems.js';
-import { installLoadShed } from '../../../src/server/plugins/load-shed.js';
+import { installLoadShed, LOAD_SHED_DEFAULTS } from '../../../src/server/plugins/load-shed.js';
 import { makeFakeScaleHost } from '../../fixtures/fake-node.js';
 import { testApp } from '../../helpers/app.js';
 
@@ -61,7 +61,7 @@ async function server(t: Test, opts: { running: number; queued: number; maxWaitM
   const g = gate();
   const app = Fastify();
   installProblemHandlers(app as never);
-  installLoadShed(app, { ...opts, routes: new Set(['/heavy', '/other']) });
+  installLoadShed(app, { ...opts, routes: new Set(['/heavy', '/other', '/own']), joinable: new Set(['/heavy', '/other']) });
   let answered = 0;
   app.get('/heavy', async (req) => {
     await g.work(`heavy ${req.url}`);
@@ -69,6 +69,11 @@ async function server(t: Test, opts: { running: number; queued: number; maxWaitM
   });
   app.get('/other', async () => {
     await g.work('other');
+    return { ok: true };
+  });
+  // a route whose identical requests each do their own work (the log routes)
+  app.get('/own', async (req) => {
+    await g.work(`own ${req.url}`);
     return { ok: true };
   });
   app.get('/light', async () => ({ light: true }));
@@ -113,6 +118,30 @@ t.test('identical requests join the one in flight; a different one waits', async
   await until(() => g.started.length === 4, 'then it runs');
   g.finishAll();
   t.equal((await other).status, 200);
+});
+
+t.test('on a route that is not joinable identical requests each take a slot; a follow request takes none', async (t) => {
+  const { g, base } = await server(t, { running: 1, queued: 4 });
+  const first = get(base, '/own?same');
+  await until(() => g.started.length === 1, 'the first runs');
+  const second = get(base, '/own?same');
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(g.started.length, 1, 'the identical second waits for the slot: it would build a second answer');
+  const follow = get(base, '/own?same&follow=true');
+  await until(() => g.started.length === 2, 'a follow request runs beside it, without a slot');
+  t.same(g.started, ['own /own?same', 'own /own?same&follow=true']);
+  g.finishOne();
+  t.equal((await first).status, 200);
+  await until(() => g.started.length === 3, 'the second is admitted once the first is answered');
+  g.finishAll();
+  t.equal((await second).status, 200);
+  t.equal((await follow).status, 200);
+});
+
+t.test('the log routes take slots, one per request; the full-node routes join identical ones', async (t) => {
+  t.ok(LOAD_SHED_DEFAULTS.routes.has('/v1/kernel') && LOAD_SHED_DEFAULTS.routes.has('/v1/logs'));
+  t.notOk(LOAD_SHED_DEFAULTS.joinable.has('/v1/kernel') || LOAD_SHED_DEFAULTS.joinable.has('/v1/logs'));
+  for (const r of LOAD_SHED_DEFAULTS.joinable) t.ok(LOAD_SHED_DEFAULTS.routes.has(r), `${r} is a heavy route`);
 });
 
 t.test('a waiter whose client went away leaves the queue; past maxWaitMs the answer is 503', async (t) => {
