@@ -8,10 +8,11 @@
  *   with `user:password@`;
  * - a container's CRI log file whose lines hold `?token=…`, `password=…` and
  *   `Authorization: Basic …`;
+ * - a kernel log record a process wrote with a URL password;
  * - the runtime's NetworkReady=false, with a Calico conflist in /etc/cni/net.d holding
  *   `etcd_password` and `k8s_auth_token` (and a second conflist cut mid-file, its
  *   secret at the cut).
- * Live: /v1/logs, /v1/containers/{id}/logs and /v1/triage (JSON and text) show no
+ * Live: /v1/logs, /v1/kernel, /v1/containers/{id}/logs and /v1/triage (JSON and text) show no
  * secret and show the marker. Bundle: the stored route answers (api/v1/logs*,
  * api/v1/containers/<id>/logs@…, api/v1/triage*) hold neither, nor does any other
  * entry, and the manifest's counts are the markers the entries really hold.
@@ -41,6 +42,7 @@ const S = {
   etcd: `FAKEETCDPW${n}`,
   k8s: `FAKEK8STOKEN${n}`,
   cut: `FAKECUTPW${n}`,
+  kernel: `FAKEKMSGPW${n}`,
 };
 const secrets = Object.values(S);
 
@@ -67,6 +69,8 @@ appendFileSync(
     '',
   ].join('\n'),
 );
+// the kernel log: a root process may write any line to /dev/kmsg (facility user, as syslog(3) tags it)
+appendFileSync(host.kmsg, `12,99990,99990000,-;db-migrate[4242]: retrying postgres://migrator:${S.kernel}@10.0.0.7:5432/shop\n`);
 // CNI: Calico's conflist (etcd datastore) and one cut mid-file, its secret at the cut
 const netd = path.join(host.root, 'etc/cni/net.d');
 mkdirSync(netd, { recursive: true });
@@ -139,6 +143,15 @@ t.test('/v1/containers/{id}/logs: lines leave without ?token=, password= or Basi
     t.match(r.body, /token=<redacted> HTTP\/1\.1/);
     t.match(r.body, /DB_PASSWORD=<redacted> host=db/);
     t.match(r.body, /Authorization: Basic <redacted>/);
+  }
+});
+
+t.test('/v1/kernel: a record written by a process leaves without its URL password', async (t) => {
+  for (const url of ['/v1/kernel', '/v1/kernel?format=text', '/v1/kernel?pattern=migrator']) {
+    const r = await get(url);
+    t.equal(r.statusCode, 200, `${url}: ${r.body.slice(0, 200)}`);
+    t.same(leaks(r.body), [], `${url}: no secret`);
+    t.match(r.body, /postgres:\/\/migrator:<redacted>@10\.0\.0\.7/);
   }
 });
 

@@ -6,6 +6,7 @@ import { LEVEL_NAMES, type KmsgRecord } from './parse.js';
 import { bootWallUs, readBootId, type KmsgItem, type KmsgReader } from './reader.js';
 import { sleep } from '../../util/concurrency.js';
 import { compileUserPattern, type UserPattern } from '../../util/pattern.js';
+import { redactLogText } from '../../redact.js';
 
 /** A kernel log record as /v1/kernel returns it. */
 export interface KernelRecord {
@@ -63,6 +64,7 @@ export class KernelLog {
     private readonly bootUs: () => number = bootWallUs,
   ) {}
 
+  /** A record as it leaves the agent: its text through the free-text redaction every log line passes. */
   toRecord(r: KmsgRecord, boot = this.bootUs()): KernelRecord {
     return {
       seq: r.seq,
@@ -71,7 +73,7 @@ export class KernelLog {
       level: r.level,
       levelName: LEVEL_NAMES[r.level] ?? String(r.level),
       facility: r.facility,
-      text: r.text,
+      text: redactLogText(r.text),
       dict: r.dict,
       source: 'kmsg',
       cursor: null,
