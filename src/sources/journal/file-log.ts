@@ -49,6 +49,8 @@ export async function readLogFile(fs: HostFs, rel: string, tailLines: number | n
     let lines = text.split('\n');
     if (lines.at(-1) === '') lines.pop();
     const warnings: string[] = [];
+    const cut = cutLongLines(lines);
+    if (cut > 0) warnings.push(`${cut} line(s) longer than ${JOURNAL_LIMITS.maxFileLineChars} characters: their first ${JOURNAL_LIMITS.maxFileLineChars} kept`);
     // lines leave redacted (the free-text rules, as journal records and container logs);
     // a pattern matches the redacted lines, so it cannot probe a redacted value. In slices: 16 MiB of lines is ~0.5 s.
     const redact = (ls: string[]) => mapSliced(ls, redactLogText, { maxItems: 2000 });
@@ -65,4 +67,17 @@ export async function readLogFile(fs: HostFs, rel: string, tailLines: number | n
   } finally {
     await fh.close();
   }
+}
+
+/** Cuts, in place, every line past JOURNAL_LIMITS.maxFileLineChars to its head and a note of what was cut; returns how many. */
+function cutLongLines(lines: string[]): number {
+  const max = JOURNAL_LIMITS.maxFileLineChars;
+  let cut = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i]!;
+    if (l.length <= max) continue;
+    lines[i] = `${l.slice(0, max)} [${l.length - max} characters cut]`;
+    cut++;
+  }
+  return cut;
 }

@@ -20,6 +20,13 @@ export const JOURNAL_LIMITS = {
   /** our bound on the bytes returned from a file under /var/log */
   maxFileBytes: 16 * 1024 * 1024,
   /**
+   * our bound on one line of such a file, in characters: a longer line keeps its head and
+   * says how much was cut. Every line is redacted and matched in one stretch of the event
+   * loop, so one 16 MiB line would hold it for most of a second (containerd splits
+   * container log lines at 16 KiB for the same reason).
+   */
+  maxFileLineChars: 64 * 1024,
+  /**
    * our bound on journalctl children running at once for non-follow work across the
    * agent (/v1/logs, /v1/kernel's journal fallback, /v1/oom, triage, pattern checks).
    * Follow streams are bounded by their own limiter (--max-follows). Past the bound a

@@ -14,6 +14,7 @@ import path from 'node:path';
 import t from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
 import { readLogFile } from '../../../src/sources/journal/file-log.js';
+import { JOURNAL_LIMITS } from '../../../src/sources/journal/limits.js';
 import { testApp } from '../../helpers/app.js';
 
 const CANARY = `CANARY-${randomBytes(6).toString('hex')}`;
@@ -119,4 +120,21 @@ t.test('readLogFile maps the refusals of HostFs.openFile (source level, root = t
   await t.rejects(readLogFile(fs, 'loop-a', null, null), { code: 'path_link_loop', param: 'query', message: /cannot open .*ELOOP/ });
   await t.rejects(readLogFile(fs, 'out/secret', null, null), { code: 'path_outside_root', param: 'query', message: /leads outside/ });
   await t.rejects(readLogFile(fs, 'missing.log', null, null), { code: 'not_found', message: /does not exist/ });
+});
+
+t.test('a line longer than maxFileLineChars keeps its head, says what was cut, and leaves redacted', async (t) => {
+  const root = mkdtempSync(path.join(base, 'long-'));
+  mkdirSync(path.join(root, 'var/log'), { recursive: true });
+  const max = JOURNAL_LIMITS.maxFileLineChars;
+  // a 4 MiB line of URL userinfo shapes (a runaway app logging its connection strings), then an ordinary one
+  const unit = 'db=postgres://app:FAKEPW@10.0.0.7/x ';
+  const long = unit.repeat(Math.ceil((4 * 1024 * 1024) / unit.length));
+  writeFileSync(path.join(root, 'var/log/app.log'), `${long}\nnext line\n`);
+  const r = await readLogFile(new HostFs(root), 'app.log', null, null);
+  t.equal(r.lines.length, 2);
+  t.ok(r.lines[0]!.length < 2 * max, `the long line is cut near the bound (${r.lines[0]!.length} characters, markers included)`);
+  t.match(r.lines[0], new RegExp(` \\[${long.length - max} characters cut\\]$`));
+  t.notMatch(r.lines[0], /FAKEPW/, 'what is kept is redacted');
+  t.equal(r.lines[1], 'next line');
+  t.match(r.warnings, [/1 line\(s\) longer than 65536 characters/]);
 });
