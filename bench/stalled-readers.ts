@@ -13,10 +13,8 @@
  *
  * Run from another checkout (a `git worktree` of older code) with the same file to compare.
  */
-import { randomBytes } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { makeFakeScaleHost } from '../test/fixtures/fake-node.js';
+import { appendLargeKmsg, makeFakeScaleHost } from '../test/fixtures/fake-node.js';
 import { rssBytes, startAgentProcess, startFakeCriProcess } from '../test/helpers/agent-process.js';
 import { ensureBuilt, mib, report, round } from './lib.js';
 
@@ -27,17 +25,7 @@ const ROUTES = ['/v1/kernel', '/v1/kernel', '/v1/kernel', '/v1/kernel', '/v1/bun
 
 ensureBuilt();
 const host = await makeFakeScaleHost({ pods: 10, perPod: 2 });
-{
-  const lines: string[] = [];
-  let seq = 10_000;
-  let bytes = 0;
-  while (bytes < 10e6) {
-    const l = `6,${seq},${seq * 1000},-;eth0: rx error frame ${randomBytes(32).toString('hex')} seq ${seq++}`;
-    bytes += l.length + 1;
-    lines.push(l);
-  }
-  appendFileSync(host.kmsg, `${lines.join('\n')}\n`);
-}
+appendLargeKmsg(host);
 const cri = await startFakeCriProcess(host.options);
 const agent = await startAgentProcess(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--log-level', 'warn'], {
   dist: true,

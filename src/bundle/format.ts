@@ -132,9 +132,11 @@ export function routeEntryName(url: string, contentType: string, n: number): str
 }
 
 /** How many redaction markers a text holds (REDACTED and its "<redacted: why>" variants). */
-export function countRedacted(s: string): number {
+export function countRedacted(s: string | Buffer): number {
+  // a Buffer is searched as bytes: a stored answer of tens of MB is not copied into a string
+  const at = (from: number) => (typeof s === 'string' ? s.indexOf('<redacted', from) : s.indexOf('<redacted', from));
   let n = 0;
-  for (let i = s.indexOf('<redacted'); i >= 0; i = s.indexOf('<redacted', i + 9)) n++;
+  for (let i = at(0); i >= 0; i = at(i + 9)) n++;
   return n;
 }
 

@@ -37,7 +37,7 @@ async function storeRoute(ctx: CaptureContext, url: string): Promise<Answer | nu
     if (await ctx.w.add('route', name, a.body)) {
       section.path = name;
       section.bytes = a.body.length;
-      section.redacted = countRedacted(a.body.toString('latin1'));
+      section.redacted = countRedacted(a.body);
     } else section.trimmed = 'over the size budget';
     return a;
   } catch (err) {

@@ -13,13 +13,11 @@
  * --drain-timeout is given through its environment twin (NODETRUTH_DRAIN_TIMEOUT).
  * No duration is asserted: waits are hang guards.
  */
-import { randomBytes } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import t from 'tap';
-import { makeFakeScaleHost } from '../fixtures/fake-node.js';
+import { appendLargeKmsg, makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { startAgentProcess, startFakeCriProcess } from '../helpers/agent-process.js';
 
 t.setTimeout(600_000);
@@ -29,17 +27,7 @@ const HANG_MS = 120_000;
 const host = await makeFakeScaleHost({ pods: 4, perPod: 2 });
 // 10 MB of kernel records, half of each random hex: gzip cannot shrink the bundle below the
 // kernel's socket buffers, so a client that stops reading really holds the capture
-{
-  const lines: string[] = [];
-  let seq = 10_000;
-  let bytes = 0;
-  while (bytes < 10e6) {
-    const l = `6,${seq},${seq * 1000},-;eth0: rx error frame ${randomBytes(32).toString('hex')} seq ${seq++}`;
-    bytes += l.length + 1;
-    lines.push(l);
-  }
-  appendFileSync(host.kmsg, `${lines.join('\n')}\n`);
-}
+appendLargeKmsg(host);
 const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; agent?: Awaited<ReturnType<typeof startAgentProcess>> } = {};
 t.teardown(async () => {
   await started.agent?.stop();

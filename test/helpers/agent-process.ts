@@ -111,14 +111,18 @@ export async function waitFor200(url: string, p: Proc, timeoutMs = 60_000, every
  * /healthz answers. `dist: true` runs the built dist/cli.js (benchmarks,
  * start-up); otherwise src/cli.ts via tsx.
  */
-export async function startAgentProcess(flags: string[], o: { dist?: boolean; env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {}): Promise<Proc & { url: string }> {
+export async function startAgentProcess(flags: string[], o: { dist?: boolean; env?: NodeJS.ProcessEnv; nodeArgs?: string[]; nodeOptions?: string } = {}): Promise<Proc & { url: string }> {
   const entry = o.dist ? [path.join(REPO, 'dist/cli.js')] : ['--import', 'tsx', path.join(REPO, 'src/cli.ts')];
   const port = await freePort();
-  const child = spawn(process.execPath, [...(o.nodeArgs ?? []), ...entry, 'serve', '--listen', `127.0.0.1:${port}`, ...flags], {
-    cwd: REPO,
-    env: { ...process.env, ...o.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const argv = [...(o.nodeArgs ?? []), ...entry, 'serve', '--listen', `127.0.0.1:${port}`, ...flags];
+  // nodeOptions: exactly these NODE_OPTIONS, set by a shell that then execs node (same pid).
+  // tap's processinfo adds its own --import (coverage, source maps: tens of MiB of heap) to
+  // the NODE_OPTIONS of every child the test spawns; a heap-bound test must run without it.
+  const env = { ...process.env, ...o.env, ...(o.nodeOptions === undefined ? {} : { NODETRUTH_EXACT_NODE_OPTIONS: o.nodeOptions }) };
+  const child =
+    o.nodeOptions === undefined
+      ? spawn(process.execPath, argv, { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] })
+      : spawn('/bin/sh', ['-c', 'NODE_OPTIONS="$NODETRUTH_EXACT_NODE_OPTIONS" exec "$0" "$@"', process.execPath, ...argv], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const p = track(child);
   const url = `http://127.0.0.1:${port}`;
   try {

@@ -4,7 +4,7 @@ import { isSourceError, RUNTIME_DOWN, SourceError } from '../../sources/errors.j
 import { joinSummary, RuntimeNameBook } from '../../sources/cri/index.js';
 import { validateJournalQuery, validateFileQuery } from '../../sources/journal/query.js';
 import { readLogFile } from '../../sources/journal/file-log.js';
-import { compileKernelPattern, MAX_KERNEL_TAIL } from '../../sources/kmsg/kernel-log.js';
+import { compileKernelPattern, KERNEL_LIMITS, MAX_KERNEL_TAIL } from '../../sources/kmsg/kernel-log.js';
 import { PODLOG_LIMITS, type LogLocation } from '../../sources/podlogs/podlogs.js';
 import { parseRfc3339Micros } from '../../sources/journal/time.js';
 import type { AppDeps } from '../app.js';
@@ -72,6 +72,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         querystring: query({
           sinceSeq: int.describe('first kmsg sequence number'),
           tailLines: int.describe(`0 to ${MAX_KERNEL_TAIL}`),
+          limitBytes: int.describe(`bytes of record text answered, the newest records that fit (default ${KERNEL_LIMITS.defaultLimitBytes}, at most ${KERNEL_LIMITS.maxLimitBytes})`),
           pattern: text(1024).describe('RE2 regular expression (case-insensitive unless it has a capital letter)'),
           follow: bool,
         }),
@@ -79,12 +80,15 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       config: { table: (b: { records?: Array<{ time: string; levelName: string; seq: number | null; text: string }> }) => (b.records ?? []).map((r) => `${r.time} ${r.levelName.padEnd(7)} [${r.seq ?? '-'}] ${escapeTerminal(r.text)}`).join('\n') + '\n' },
     },
     async (req, reply) => {
-      const { sinceSeq, tailLines, pattern, follow } = req.query;
+      const { sinceSeq, tailLines, limitBytes, pattern, follow } = req.query;
+      if (limitBytes !== undefined && (limitBytes < 1 || limitBytes > KERNEL_LIMITS.maxLimitBytes)) {
+        throw badRequest(`limitBytes: must be an integer between 1 and ${KERNEL_LIMITS.maxLimitBytes}`, { param: 'limitBytes' });
+      }
       if (sinceSeq !== undefined && sinceSeq < 0) throw badRequest('sinceSeq: must be 0 or more', { param: 'sinceSeq' });
       if (tailLines !== undefined && (tailLines < 0 || tailLines > MAX_KERNEL_TAIL)) {
         throw badRequest(`tailLines: must be an integer between 0 and ${MAX_KERNEL_TAIL}`, { param: 'tailLines' });
       }
-      const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, pattern: pattern ? await compileKernelPattern(pattern) : null };
+      const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, limitBytes: limitBytes ?? null, pattern: pattern ? await compileKernelPattern(pattern) : null };
       if (!follow) return deps.kernel.read(q, requestSignal(req));
       const release = followLimiter(deps).acquire();
       return sendFollow(req, reply, deps, (signal) => deps.kernel.follow(q, signal), release, (i) => i.kind);

@@ -30,6 +30,8 @@ export interface KernelQuery {
   tailLines: number | null;
   /** RE2 syntax, matched off the event loop (util/pattern.ts) */
   pattern: UserPattern | null;
+  /** bytes of record text answered at most (the newest records that fit); null: KERNEL_LIMITS.defaultLimitBytes */
+  limitBytes?: number | null;
 }
 
 export interface KernelResult {
@@ -38,10 +40,37 @@ export interface KernelResult {
   gaps: Array<{ afterSeq: number | null }>;
   /** the oldest sequence number the ring buffer still held */
   oldestSeq: number | null;
+  /** 'bytes': older records were left out to keep the answer within limitBytes */
+  truncated: 'bytes' | null;
   warnings: string[];
 }
 
 export const MAX_KERNEL_TAIL = 100_000;
+
+/**
+ * A ring buffer set large (log_buf_len=16M and more on big machines) answers tens of MB of
+ * JSON, built in memory (the debug pod's agent has a 96 MiB heap, and a capture builds the
+ * JSON and the text answer at once): an answer keeps the newest records whose text fits
+ * limitBytes. The default holds a default ring several times over (128 KiB to 1 MiB on
+ * common kernels).
+ */
+export const KERNEL_LIMITS = {
+  defaultLimitBytes: 2 * 1024 * 1024,
+  maxLimitBytes: 16 * 1024 * 1024,
+} as const;
+
+/** The newest records whose text fits `limit` bytes; how many older ones were left out. */
+function newestWithin<R extends { text: string }>(records: R[], limit: number): { kept: R[]; left: number } {
+  let bytes = 0;
+  let i = records.length;
+  while (i > 0) {
+    const n = Buffer.byteLength(records[i - 1]!.text);
+    if (bytes + n > limit) break;
+    bytes += n;
+    i--;
+  }
+  return { kept: i === 0 ? records : records.slice(i), left: i };
+}
 
 /**
  * journalctl-like smart case (case-insensitive unless the pattern has a capital
@@ -104,11 +133,16 @@ export class KernelLog {
     } else if (q.tailLines !== null && kept.length > q.tailLines) {
       kept = kept.slice(kept.length - q.tailLines);
     }
+    // bounded before the records are made: only what can be answered is copied
+    const limit = q.limitBytes ?? KERNEL_LIMITS.defaultLimitBytes;
+    const fromRing = newestWithin(kept, limit);
+    kept = fromRing.kept;
+    let left = fromRing.left;
     let records: KernelRecord[] = kept.map((r) => this.toRecord(r, boot));
     // History the ring no longer holds: sequence numbers start at 0 at boot, so an
     // oldest record with seq > 0 means older ones were overwritten.
     const lost = oldest !== null && oldest.seq > 0;
-    const wantOlder = q.sinceSeq !== null ? oldest !== null && q.sinceSeq < oldest.seq : q.tailLines === null || records.length < q.tailLines;
+    const wantOlder = left === 0 && (q.sinceSeq !== null ? oldest !== null && q.sinceSeq < oldest.seq : q.tailLines === null || records.length < q.tailLines);
     if (lost && wantOlder && this.journal) {
       try {
         const older = await this.fromJournal(oldest!, q, boot, warnings, signal);
@@ -118,7 +152,11 @@ export class KernelLog {
       }
     }
     if (q.tailLines !== null) records = q.tailLines === 0 ? [] : records.slice(-q.tailLines);
-    return { records, gaps, oldestSeq: oldest?.seq ?? null, warnings };
+    const answered = newestWithin(records, limit);
+    records = answered.kept;
+    left += answered.left;
+    if (left > 0) warnings.push(`the oldest ${left} records left out to keep the answer within ${limit} bytes of text; ask sinceSeq or limitBytes (at most ${KERNEL_LIMITS.maxLimitBytes}) for them`);
+    return { records, gaps, oldestSeq: oldest?.seq ?? null, truncated: left > 0 ? 'bytes' : null, warnings };
   }
 
   private async fromJournal(oldest: KmsgRecord, q: KernelQuery, boot: number, warnings: string[], signal?: AbortSignal): Promise<KernelRecord[]> {

@@ -38,18 +38,34 @@ export class KmsgReader {
     return st.isCharacterDevice() ? new DeviceCursor(fh) : new FileCursor(fh);
   }
 
-  /** Everything currently readable, oldest first (with gap markers). */
+  private inFlight: Promise<KmsgItem[]> | null = null;
+
+  /**
+   * Everything currently readable, oldest first (with gap markers). Concurrent callers
+   * share one read of the ring, and so one copy of its records in memory (a full ring is
+   * tens of MB of objects; the routes, triage, OOM attribution and a capture all read it).
+   * The read needs no signal: it is bounded by the ring (or MAX_FILE_BYTES of a file) and
+   * ends at the ring's end (EAGAIN), never waiting for new records. A caller whose signal
+   * aborted before it asked gets nothing. Readers must not change the items.
+   */
   async readAll(signal?: AbortSignal): Promise<KmsgItem[]> {
+    if (signal?.aborted) return [];
+    this.inFlight ??= this.readRing().finally(() => {
+      this.inFlight = null;
+    });
+    return this.inFlight;
+  }
+
+  private async readRing(): Promise<KmsgItem[]> {
     const c = await this.open();
     try {
       const out: KmsgItem[] = [];
       for (;;) {
-        if (signal?.aborted) break;
         const batch = await c.next();
         if (batch.length === 0) break;
-        out.push(...batch);
+        for (const it of batch) out.push(it);
       }
-      out.push(...c.flush());
+      for (const it of c.flush()) out.push(it);
       return out;
     } finally {
       await c.close();
