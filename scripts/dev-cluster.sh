@@ -29,7 +29,7 @@ SERVICE_IP=10.96.0.1
 PROCS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 
 usage() {
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 log() { echo "dev-cluster: $*" >&2; }
