@@ -36,6 +36,7 @@ import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { Problem, problemTypeUri } from '../errors.js';
+import { escapeTerminal } from '../format.js';
 import type { TriageReport } from '../model/triage.js';
 import { loadKubeClient } from '../sources/kube/api.js';
 import { VERSION } from '../version.js';
@@ -112,6 +113,19 @@ export function parseStoredTriage(body: Buffer): { report: TriageReport & { warn
   }
   // the parsed document itself: fields the schema does not name are kept for --json
   return { report: doc as TriageReport & { warnings?: string[] } };
+}
+
+/**
+ * A stored answer as it may reach a terminal: a text body with every control character
+ * but the newline escaped, a JSON body with those the JSON escapes leave raw (C1, DEL, the
+ * bidi controls) written as \u escapes (the same document). The agent's own answers hold
+ * none of them, so a bundle it captured is replayed byte for byte.
+ */
+function inert(a: StoredAnswer): StoredAnswer {
+  const json = a.contentType.includes('json');
+  const text = a.body.toString('utf8');
+  const safe = escapeTerminal(text, json ? { json: true } : { keepNewlines: true });
+  return safe === text ? a : { ...a, body: Buffer.from(safe, 'utf8') };
 }
 
 /** Why a stored answer is not replayed, or null when it is one the agent could have given. */
@@ -206,7 +220,7 @@ export async function buildBundleApp(bundle: Bundle, deps: AppDeps): Promise<Fas
   const refused = new Map<string, string>();
   for (const [key, a] of bundle.routes) {
     const why = refusalOf(key, a);
-    if (why === null) answers.set(key, a);
+    if (why === null) answers.set(key, inert(a));
     else refused.set(key, why);
   }
   if (refused.size > 0) {

@@ -238,6 +238,25 @@ t.test('serve --bundle: active content and statuses the agent never gives are re
   );
 });
 
+t.test('serve --bundle: stored text and JSON answers reach a terminal inert', async (t) => {
+  const ESC = '\x1b';
+  const { ask, inert } = await serving(t, 'hostile-escapes', [
+    // a forged table: erase the line above, set the window title, hide what follows
+    { url: '/v1/pods?format=text', status: 200, contentType: 'text/plain; charset=utf-8', body: `POD\n${ESC}[2K${ESC}[1A${ESC}]0;owned\x07${ESC}[8mhidden\u009b2J\n` },
+    // JSON keeps C1 and the bidi overrides raw (JSON.stringify escapes only C0)
+    { url: '/v1/images', status: 200, contentType: 'application/json; charset=utf-8', body: `{"images":[{"tag":"a\u009b2Jb\u202egnp.exe"}]}` },
+  ]);
+  const text = await ask('/v1/pods?format=text');
+  t.equal(text.status, 200);
+  t.notOk(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]/.test(text.body), 'no control character but the newline');
+  t.match(text.body, /\\x1b\[2K\\x1b\[1A\\x1b\]0;owned\\x07\\x1b\[8mhidden\\u009b2J/, 'the sequences shown, escaped');
+  const json = await ask('/v1/images');
+  t.equal(json.status, 200);
+  t.notOk(/[\x7f-\x9f\u202a-\u202e]/.test(json.body), 'no C1 or bidi control in the JSON bytes');
+  t.same(JSON.parse(json.body), { images: [{ tag: 'a\u009b2Jb\u202egnp.exe' }] }, 'the same document');
+  inert();
+});
+
 t.test('serve --bundle: a manifest with CR LF in its node name reaches no header', async (t) => {
   const file = await bundleOf('hostile-node', [{ url: '/v1/images', status: 200, contentType: 'application/json; charset=utf-8', body: '{"images":[]}' }], 'hostile\r\nset-cookie: session=stolen');
   const agent = await startAgentProcess(['--bundle', file]);
