@@ -5,8 +5,8 @@ import { ConfigError, flagHelp, loadConfig } from './config.js';
 import type { App } from './server/app.js';
 import { VERSION } from './version.js';
 
-// Each command imports what it runs when it runs (issue 12): `serve` loads neither the
-// bundle, triage nor attach code before it listens, and `version`, `attach` and the
+// Each command imports what it runs when it runs, so start-up pays only for it: `serve`
+// loads neither the bundle, triage nor attach code before it listens, and `version`, `attach` and the
 // kubectl plugin load no HTTP server, gRPC or protobuf.
 
 const USAGE = `nodetruth ${VERSION}: what a Kubernetes node is really doing, read-only.
@@ -29,7 +29,7 @@ ${flagHelp()}
 `;
 
 /**
- * SIGTERM ends the agent within 5 s at any moment (issue 11). In-flight requests get
+ * SIGTERM ends the agent within 5 s at any moment. In-flight requests get
  * SHUTDOWN_GRACE_MS (3 s) to finish, then their work is aborted and they answer 503
  * (src/server/request-signal.ts); follow streams end at once with a final frame.
  * At CUT_CONNECTIONS_MS every connection still open (a client that does not read its

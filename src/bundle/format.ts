@@ -1,5 +1,5 @@
 /**
- * The node bundle's layout (issue 14), shared by the writer (capture.ts) and the
+ * The node bundle's layout, shared by the writer (capture.ts) and the
  * reader (read.ts). A bundle is a gzip'd ustar archive of plain files only:
  *
  *   api/<path>[@<query>].json|.txt   the answer of one read route, body byte for byte
@@ -151,7 +151,7 @@ export function parseSize(s: string): number | null {
 
 /** since: 1 minute to 7 days */
 export function parseSince(s: string): number | null {
-  // its own small grammar (30m, 1h, 2d): the shared duration parser is being moved (issue 12)
+  // its own small grammar (30m, 1h, 2d), apart from src/format.ts's parseDuration
   const m = /^(\d{1,6})(s|m|h|d)$/.exec(s);
   if (!m) return null;
   const ms = Number(m[1]) * { s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];

@@ -1,5 +1,5 @@
 /**
- * Reading a bundle is reading untrusted input (issue 14, item 5): a bundle may come
+ * Reading a bundle is reading untrusted input: a bundle may come
  * from anyone, made by anything. It is indexed into memory, never extracted:
  *
  * - only regular files; links, hard links, devices, FIFOs, directories refused;

@@ -50,8 +50,8 @@ export interface MetricsInputs {
 
 /**
  * How long a scrape waits for each source when nothing overrides it. The runtime's comes
- * from --cri-timeout (sourceDeadlines): a fixed 2 s cut a runtime the operator had given
- * longer, and every container series lost its names. The kernel's is 5 s: the first
+ * from --cri-timeout (sourceDeadlines): a fixed 2 s would cut a runtime the operator gave
+ * longer, and every container series would lose its names. The kernel's is 5 s: the first
  * scrape reads and attributes the whole ring buffer, and at 2 s a loaded node lost it in
  * 4 of 5 first scrapes. The node facts' is 4 s: the /proc walk for D/Z processes has a
  * 1.5 s budget and attributing them as much again (sources/node/proc-states.ts), and the

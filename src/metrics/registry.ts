@@ -62,7 +62,7 @@ export const COLLECTORS: readonly Collector[] = [
   nodeCollector,
   kubeletCollector,
   oomCollector,
-  // the node facts of issue 15 (GET /v1/node `facts`)
+  // the node facts (GET /v1/node `facts`)
   conntrackCollector,
   taintCollector,
   procStatesCollector,

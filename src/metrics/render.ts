@@ -3,7 +3,7 @@
  * it: HELP, TYPE, one line per series (the container labels, then the family's own),
  * blocks separated by a blank line. Not through prom-client: 13 families x 1,450 cgroups
  * on a 1,000-container node are ~19,000 series, and its per-series label hashing and
- * formatting were the largest part of a scrape (issue 8).
+ * formatting are the largest part of a scrape made through it.
  */
 import type { CgroupRecord } from '../model/cgroup.js';
 import { SLICING, type Slicing } from '../util/slices.js';
@@ -22,9 +22,9 @@ export interface CgroupFamily {
 /**
  * Values that are absent or not finite are left out, and so are negative counter values
  * (prom-client refuses them). A turn of the event loop after every `slicing.sliceChars`
- * characters (issue 12). Each slice's lines are joined into one flat chunk there, and the
- * chunks returned as a rope of ~40 flat pieces: the text used to be one rope per family
- * (a piece per line) joined at the end, and that join walked ~130,000 pieces in one stretch:
+ * characters. Each slice's lines are joined into one flat chunk there, and the
+ * chunks returned as a rope of ~40 flat pieces: one rope per family (a piece per line)
+ * joined at the end would walk ~130,000 pieces in one stretch:
  * 17-58 ms for the 10 MB of 2,000 cgroups (MAX_CGROUP_SERIES, a 3,000-container node) on the
  * 2-core machine, against 1-8 ms per slice here and no final join (the reader's one flatten
  * of a rope of flat pieces is a copy).

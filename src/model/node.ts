@@ -51,7 +51,7 @@ export interface NodeHealth {
 }
 
 /**
- * The node facts of issue 15: what on-call engineers check by hand on a node that
+ * The node facts: what on-call engineers check by hand on a node that
  * misbehaves (GET /v1/node `facts`). Each part is read on its own and bounded; one
  * that cannot be read is null with a reason, never a failure of the whole.
  */

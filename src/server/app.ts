@@ -53,7 +53,7 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
     // the audit hook writes one line per request instead of fastify's two
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
-    // What one client can hold (issue 11, finding 11). Socket-level: the whole request
+    // What one client can hold. Socket-level: the whole request
     // (headers; these routes take no body) must arrive within 15 s (408 otherwise), and
     // an idle keep-alive socket is closed after 5 s. No idle timeout on a socket with a
     // request in flight: a quiet follow stream is legitimate; --request-timeout bounds
@@ -67,7 +67,7 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
     // The routes' zod schemas validate and serialize. Given as the factories, so fastify
     // never loads its default ajv and fast-json-stringify compilers (~45 ms CPU and ~90
-    // modules at start-up, issue 12); set later with setValidatorCompiler they still load.
+    // modules at start-up); set later with setValidatorCompiler they still load.
     // (fastify types the factories as ajv's; any compiler of a route schema is one)
     schemaController: { compilersFactory: { buildValidator: () => validatorCompiler, buildSerializer: () => serializerCompiler } as unknown as CompilersFactory },
   }).withTypeProvider<ZodTypeProvider>();

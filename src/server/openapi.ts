@@ -1,5 +1,5 @@
 /**
- * GET /openapi.json without loading @fastify/swagger at start-up (issue 12). The plugin and
+ * GET /openapi.json without loading @fastify/swagger at start-up. The plugin and
  * its dependencies (yaml, json-schema-resolver, rfdc, …) cost start-up time and memory for
  * a document few clients ask for, so the app only keeps each route's options as it is
  * added (what the plugin's own onRoute hook keeps), and the first request builds the

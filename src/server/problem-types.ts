@@ -4,7 +4,7 @@ import { SOURCE_ERROR_CODES, type SourceError, type SourceErrorCode } from '../s
 export interface ProblemType {
   status: number;
   title: string;
-  /** RFC 9457 type URI; the title's slug, as every problem of ours has always had */
+  /** RFC 9457 type URI; the title's slug, for every problem of ours */
   type: string;
   /** what the code means, for the OpenAPI description */
   means: string;

@@ -1,5 +1,5 @@
 /**
- * What `serve` presents over TLS (issue 11, finding 12): bearer tokens reach the agent
+ * What `serve` presents over TLS: bearer tokens reach the agent
  * over the node network, so off loopback it never speaks plain HTTP.
  *
  *   --tls-cert-file / --tls-key-file   a PEM pair (e.g. a kubernetes.io/tls Secret mounted

@@ -54,7 +54,7 @@ export interface TriageSnapshot {
   kubeletJournal: Outcome<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
   /** kernel log problems (sources/kmsg/problems.ts's table), attributed; absent where the sources do not read them */
   kernel?: Outcome<KernelProblems>;
-  /** conntrack, taint, D/Z processes, kubelet certificates and eviction thresholds, mounts, CRI latency (issue 15); absent where the sources do not read them */
+  /** conntrack, taint, D/Z processes, kubelet certificates and eviction thresholds, mounts, CRI latency; absent where the sources do not read them */
   facts?: Outcome<NodeFacts>;
   /** items the sources skipped ("cgroups: cgroup /kubepods.slice/...: unreadable (EISDIR), skipped") */
   warnings?: string[];

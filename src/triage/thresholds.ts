@@ -42,7 +42,7 @@ export const THRESHOLDS = {
   oomWindowMinutes: 60,
   /** kernel log problems this recent are reported (a read-only remount or an oops: whatever its age this boot) */
   kernelWindowMinutes: 60,
-  /** conntrack entries over nf_conntrack_max (issue 15) */
+  /** conntrack entries over nf_conntrack_max */
   conntrackWarning: 0.9,
   conntrackCritical: 0.98,
   /** this many processes in D state at once (one is often a moment's I/O) */

@@ -8,7 +8,7 @@
  * the kubepods walk, a container's status, the cgroup mode — is made once and
  * every answer of the capture is built from it. Without this each per-container
  * route re-lists the runtime and re-walks every cgroup, and a capture costs the
- * square of the node (bench/RESULTS.md, issue 14).
+ * square of the node (bench/RESULTS.md, "Node bundle capture").
  *
  * The moment travels by AsyncLocalStorage: it reaches exactly the work started
  * inside `run` (the capture's app.inject calls and everything they await), never a

@@ -1,11 +1,11 @@
 /**
- * Long synchronous renders cut into slices with a turn of the event loop between them (issue 12:
- * no piece of work may hold the loop more than 100 ms).
+ * Long synchronous renders cut into slices with a turn of the event loop between them (no
+ * piece of work may hold the loop more than 100 ms).
  *
- * Under load (50 connections on the FAKE 1,000-container node) the loop was held 300-600 ms at
- * a time by JSON.stringify of full-node answers (2 MB for /v1/cgroups at 1,000 containers, 6 MB
- * at 3,000): one call cannot be interrupted, and the requests of one shared flight all resumed
- * in the same tick, each stringifying (bench/RESULTS.md, issue 12: the event loop under load).
+ * Under load (50 connections on the FAKE 1,000-container node) JSON.stringify of full-node
+ * answers (2 MB for /v1/cgroups at 1,000 containers, 6 MB at 3,000) holds the loop 300-600 ms at
+ * a time: one call cannot be interrupted, and the requests of one shared flight all resume
+ * in the same tick, each stringifying (bench/RESULTS.md, "the event loop under load").
  * The slices are bounded by work (characters produced), not by time, so a test can count them.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';

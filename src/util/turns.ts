@@ -1,13 +1,13 @@
 /**
  * Long synchronous loops over a node's items (the runtime's 3,000 containers normalized, the
  * /proc walk, the slices' clock of the cgroup reads) cut into slices bounded by time as well as count, resumed from one queue with a
- * time budget per turn of the event loop (issue 12: no stretch of work may hold the loop > 100 ms; ~50 ms is the aim at 3,000
+ * time budget per turn of the event loop (no stretch of work may hold the loop > 100 ms; ~50 ms is the aim at 3,000
  * containers, for slower machines).
  *
  * Why a queue and not a plain `await setImmediate()`: every setImmediate queued before
  * a check phase runs in that phase, the timers and sockets waiting until all are done. Under load
  * several loops are at work at once (the /proc walk, the runtime's lists and rows, the cgroup
- * reads): each yielding after its own 20 ms, three of them resumed in one phase and held the loop
+ * reads): each yielding after its own 20 ms, three of them resumed in one phase hold the loop
  * 60 ms. (The cgroup reads keep a plain 20 ms yield: see READ_SLICE_MS in sources/cgroup/cgroups.ts.) Here the waiters form one queue, and a turn of the loop resumes them in
  * order for at most TURN_MS (plus the last one's slice), whatever the number of loops.
  */
@@ -18,8 +18,8 @@ export const SLICE_MS = 8;
 /**
  * Slices of gated work one turn of the loop may run, in time: waiters resumed in the same check
  * phase while less than this has passed since its first (the last may run a whole slice past it).
- * Without it the loops paid for the rest of a turn's work once per slice each, and fell behind
- * the work that yields with a plain setImmediate (the /v1/cgroups reads waited past the load
+ * Without it the loops pay for the rest of a turn's work once per slice each, and fall behind
+ * the work that yields with a plain setImmediate (the /v1/cgroups reads wait past the load
  * shedder's 5 s at 1,000 containers).
  */
 export const TURN_MS = 2 * SLICE_MS;

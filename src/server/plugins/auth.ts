@@ -330,7 +330,7 @@ export function hostOf(header: string | undefined): string | null {
 
 /**
  * --auth none: accept a request only when its Host names the agent on loopback
- * (issue 11, finding 6). Without it, a web page an operator opens while a
+ * (no DNS rebinding). Without it, a web page an operator opens while a
  * port-forward runs can rebind its own name to 127.0.0.1 and read the node: the
  * browser sends the attacker's name as Host, which this refuses.
  *

@@ -6,8 +6,8 @@
  * cgroup, every series) or with what tenants wrote (the journal's and the kernel log's
  * records: a /v1/kernel answer of a full ring buffer is tens of MB once rendered).
  * Measured on the FAKE 1,000-container node, one of them holds tens of MiB while it is
- * built (bench/RESULTS.md), so fifty at once took the agent to 700 MiB, and four kernel
- * answers built at once kept /healthz waiting for most of a second. Light routes (health,
+ * built (bench/RESULTS.md), so fifty at once take the agent to 700 MiB, and four kernel
+ * answers built at once keep /healthz waiting for most of a second. Light routes (health,
  * one container, the node's own files) and follow streams never wait here.
  *
  * A slot is a distinct request (path and query): on the joinable routes, requests identical

@@ -1,12 +1,12 @@
 /**
- * Identical concurrent requests share one rendered body (issue 12).
+ * Identical concurrent requests share one rendered body.
  *
  * The full-node routes share their work in flight (SingleFlight): every request that joins
  * a flight gets the same source objects, but each route builds its own answer around them
- * (`{ items, warnings }`, filtered and sorted per request). Each of them then ran its own
+ * (`{ items, warnings }`, filtered and sorted per request). Each of them running its own
  * JSON.stringify (2 MB for /v1/cgroups at 1,000 containers, 6 MB at 3,000), all in the tick the
- * flight resolved: under 50 connections that held the event loop 300-600 ms at a time
- * (bench/RESULTS.md, issue 12: the event loop under load). Here an answer is rendered once for
+ * flight resolves, holds the event loop 300-600 ms at a time under 50 connections
+ * (bench/RESULTS.md, "the event loop under load"). Here an answer is rendered once for
  * every request of the same URL whose answer is made of the very same objects (compared by
  * identity, a few levels deep, never by content), and rendered in slices with turns of the event
  * loop between them (util/slices.ts). Nothing is kept after the last request sharing a body is

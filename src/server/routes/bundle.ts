@@ -55,7 +55,7 @@ export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       },
     },
     async (req, reply) => {
-      // the capture and tar code is loaded on the first request, not before the agent listens (issue 12)
+      // the capture and tar code is loaded on the first request, not before the agent listens: start-up does not pay for it
       const { captureBundle } = await import('../../bundle/capture.js');
       if (running) throw tooMany('a capture is already running; one at a time', 10);
       running = true;

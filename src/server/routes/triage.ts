@@ -7,7 +7,7 @@ import { query, triageWindow } from '../schemas.js';
 type Report = typeof import('../../triage/report.js');
 
 export const triageRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
-  // the rules (~36 modules) are loaded on the first request, not before the agent listens (issue 12)
+  // the rules (~36 modules) are loaded on the first request, not before the agent listens: start-up does not pay for them
   let report: Report | null = null;
   let loading: Promise<{ report: Report; sources: TriageSources }> | null = null;
   const load = () =>

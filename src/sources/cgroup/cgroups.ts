@@ -292,10 +292,10 @@ export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<Cg
  * Cgroups read between two yields to the event loop, at most: 64 take ~10 ms on a loaded
  * 2-core machine (1,450 of them ~250 ms). Fewer when they take longer than READ_SLICE_MS
  * (a slow kernel, files full of junk: up to 17 x 64 KiB each), the clock read every 4.
- * Not util/turns' 8 ms queue: measured under 50 connections (bench/RESULTS.md, issue 12: the
- * event loop at 3,000 containers), slices that small behind one queue left the reads of
+ * Not util/turns' 8 ms queue: measured under 50 connections (bench/RESULTS.md, "the event
+ * loop at 3,000 containers"), slices that small behind one queue leave the reads of
  * /v1/cgroups behind the renders that yield with a plain setImmediate, and the load shedder
- * answered 503 to 13-38 of them a run at 1,000 containers (none before); at 20 ms and a plain
+ * answered 503 to 13-38 of them a run at 1,000 containers (none with a plain yield); at 20 ms and a plain
  * yield the longest stretch stayed <= 45 ms of CPU at 1,000 and 3,000 containers.
  */
 const BATCH = 64;

@@ -28,7 +28,7 @@ const PLAIN_NANOS = /^[1-9]\d{9,18}$/;
 /** CRI timestamps are int64 nanoseconds since the epoch; 0 means unset. */
 export function nanosToRfc3339(nanos: string | number | null | undefined): string | null {
   if (nanos === null || nanos === undefined) return null;
-  // the common shape without BigInt: 3 per container, 3,000 containers a list (issue 12)
+  // the common shape without BigInt: 3 per container, 3,000 containers a list
   if (typeof nanos === 'string' && PLAIN_NANOS.test(nanos)) {
     const cut = nanos.length - 9;
     return `${new Date(Number(nanos.slice(0, cut)) * 1000).toISOString().slice(0, 19)}.${nanos.slice(cut)}Z`;
@@ -85,7 +85,7 @@ export function toPodSandbox(p: Wire): PodSandbox {
 /**
  * A list answer's items normalized in slices (util/turns): ListContainers of 3,000 containers
  * costs ~10-40 ms of redaction and timestamps on the 2-core machine, in one stretch with the
- * list's own decode and the other work resumed in that tick (issue 12).
+ * list's own decode and the other work resumed in that tick.
  */
 export function toPodSandboxes(items: readonly Wire[], pause?: () => Promise<unknown>): Promise<PodSandbox[]> {
   return mapSliced(items, toPodSandbox, { maxItems: LIST_SLICE, ...(pause ? { pause } : {}) });

@@ -11,11 +11,11 @@ export const CRI_PROTO_PATH = fileURLToPath(new URL('../../../proto/cri-runtime-
  * scripts/cri-descriptor.ts (test/sources/cri/proto.test.ts keeps them equal). Loading it
  * skips the .proto parser, and building the coders here skips proto-loader's package
  * definition, which turns every message into a DescriptorProto for reflection the
- * client never uses (bench/RESULTS.md, "Issue 12: a precompiled CRI descriptor").
+ * client never uses (bench/RESULTS.md, "a precompiled CRI descriptor").
  */
 export const CRI_DESCRIPTOR_PATH = fileURLToPath(new URL('../../../proto/cri-runtime-v1.json', import.meta.url));
 
-/** Options measured to fit the CRI (NOTES.md): int64 as strings, enums as names. */
+/** Options that fit the CRI, as tried against containerd 1.6.20: int64 as strings, enums as names. */
 export const PROTO_OPTIONS: Options = {
   keepCase: false,
   longs: String,

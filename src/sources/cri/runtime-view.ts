@@ -71,7 +71,7 @@ export class RuntimeView {
       return this.withStatus(index.containerList, index);
     });
     // every caller of a flight resumes in the tick it settles, and each filters, sorts and renders
-    // its 3,000 rows: ten requests of /v1/containers held the loop ~50 ms at once. One a turn (issue 12).
+    // its 3,000 rows: ten requests of /v1/containers hold the loop ~50 ms at once. One a turn.
     await this.resume();
     return rows;
   }
@@ -106,14 +106,14 @@ export class RuntimeView {
 
   private async withStatus(containers: readonly Container[], index: RuntimeIndex): Promise<ContainerRow[]> {
     const statuses = await mapLimit(containers, STATUS_CONCURRENCY, (c) => this.cachedStatus(c));
-    // 3,000 rows resumed in the tick the last status arrives: built in slices (issue 12)
+    // 3,000 rows resumed in the tick the last status arrives: built in slices
     return mapSliced(containers, (c, i) => toRow(c, index, statuses[i]!), { maxItems: ROW_SLICE, pause: this.pause });
   }
 
   /**
-   * An idle agent kept every running container's last status (~1.3 MiB of the live heap at
-   * 1,000 containers, growing with the node) until the container left the list, although
-   * after LIVE_STATUS_TTL_MS it is only ever replaced (bench/RESULTS.md, issue 12: idle RSS).
+   * A running container's status older than LIVE_STATUS_TTL_MS is only ever replaced, so it is
+   * dropped: kept until the container leaves the list, they hold ~1.3 MiB of an idle agent's
+   * live heap at 1,000 containers, growing with the node (bench/RESULTS.md, "idle RSS after a round").
    */
   private sweepLater(): void {
     if (this.sweepTimer) return;

@@ -245,7 +245,7 @@ export class HostFs {
   /**
    * statfs through a verified O_PATH fd. A statfs of a hung mount (NFS, FUSE) never
    * returns and holds a libuv thread for good: callers that must survive that need
-   * their own deadline (issue 15), this only keeps the answer inside the root.
+   * their own deadline; this only keeps the answer inside the root.
    */
   async statfs(hostPath: string): Promise<StatsFs | null> {
     const fh = await this.openVerified(await this.resolve(hostPath), hostPath, O_PATH | O_NOFOLLOW);

@@ -75,7 +75,7 @@ function newestWithin<R extends { text: string }>(records: R[], limit: number): 
 /**
  * journalctl-like smart case (case-insensitive unless the pattern has a capital
  * letter outside escapes), RE2 syntax, linear-time matching: a JS RegExp here
- * let `(a+)+$` against a long run of `a` pin the agent for minutes (issue 11).
+ * would let `(a+)+$` against a long run of `a` pin the agent for minutes.
  */
 export function compileKernelPattern(p: string): Promise<UserPattern> {
   return compileUserPattern(p);

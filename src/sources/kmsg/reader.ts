@@ -11,8 +11,9 @@ const MAX_FILE_BYTES = 64 * 1024 * 1024;
 
 /**
  * Reads the kernel log: /dev/kmsg (one record per read(2), opened O_NONBLOCK so
- * a pending read never holds a libuv thread — NOTES.md), or a regular file
- * holding one record per line (tests, captures).
+ * a pending read never holds a libuv thread, which would hang process.exit() until
+ * the next kernel message), or a regular file holding one record per line (tests,
+ * captures).
  */
 export class KmsgReader {
   constructor(

@@ -14,8 +14,8 @@ import { SourceError } from '../errors.js';
 let clientModule: typeof Client | undefined;
 /**
  * @kubernetes/client-node, loaded on first use: importing it costs ~0.5 s and
- * ~75 MiB, and only /v1/node/drift and --auth kubernetes need it (issue 8:
- * start-up time and idle RSS). Node 24 loads this ESM package with require().
+ * ~75 MiB, and only /v1/node/drift and --auth kubernetes need it (start-up
+ * time and idle RSS). Node 24 loads this ESM package with require().
  */
 export function kubeClient(): typeof Client {
   // The sync fallback; callers on a request path await loadKubeClient() first, because a
@@ -62,7 +62,7 @@ export type KubeAccess = { ok: true; api: KubeApi; source: string } | { ok: fals
 /**
  * Whether there is any cluster access to load, from the file system and the
  * environment alone: it never touches @kubernetes/client-node, whose first load
- * took 62–86 s in the node VM (issue 11, finding 13), so a node without access
+ * takes 62–86 s in the node VM (qemu TCG), so a node without access
  * answers its 503 at once.
  */
 export function precheckKubeAccess(o: KubeAccessOptions): { ok: true; kind: 'kubeconfig' | 'in-cluster' } | { ok: false; reason: string } {

@@ -17,7 +17,7 @@ import { procReads, readBlocking, PROC_LIMITS } from '../proc/limiter.js';
 import { parseCmdline } from '../proc/parse.js';
 
 export const DEFAULT_KUBELET_CONFIG = '/var/lib/kubelet/config.yaml';
-/** yaml (~30 ms CPU, 70 modules) is loaded by the first config parsed, not at the agent's start (issue 12). */
+/** yaml (~30 ms CPU, 70 modules) is loaded by the first config parsed, not at the agent's start. */
 let yaml: typeof import('yaml') | null = null;
 const parseYaml = (text: string, options: import('yaml').ParseOptions & import('yaml').DocumentOptions & import('yaml').ToJSOptions): unknown =>
   (yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text, options);

@@ -71,7 +71,7 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
   let scanned = 0;
   let kubeletPid: number | null = null;
   let next = 0;
-  // `batch` pids a slice, fewer when they take long (128 stat reads held a loaded 2-core machine ~40 ms, issue 12)
+  // `batch` pids a slice, fewer when they take long (128 stat reads hold a loaded 2-core machine ~40 ms)
   const slice = new Slice(L.batch);
   const over = () => signal?.aborted || Date.now() - t0 > L.budgetMs;
   if (!over()) {

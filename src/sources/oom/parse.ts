@@ -19,7 +19,7 @@ export const OOM_PATTERNS = {
   summaryPrefix: 'oom-kill:constraint=',
   killed:
     /^(Memory cgroup out of memory|Out of memory(?: \(oom_kill_allocating_task\))?): Killed process (\d+) \((.*)\) total-vm:(\d+)kB, anon-rss:(\d+)kB, file-rss:(\d+)kB, shmem-rss:(\d+)kB(?:, UID:(\d+) pgtables:(\d+)kB oom_score_adj:(-?\d+))?/,
-  /** kernels before ~5.0: `Task in <cg> killed as a result of limit of <cg>` (parseLegacyMemcg; the regex was quadratic) */
+  /** kernels before ~5.0: `Task in <cg> killed as a result of limit of <cg>` (parseLegacyMemcg: a regex for it is quadratic) */
   legacyMemcg: { prefix: 'Task in ', separator: ' killed as a result of limit of ' },
   /** a kernel record's text is at most 1024 bytes (PRINTKRB_RECORD_MAX); longer lines are no OOM report and are not parsed */
   maxLineChars: 4096,
@@ -76,7 +76,7 @@ export interface OomKill {
   };
 }
 
-/** Indexed like the old regex's groups: 1 constraint, 2 nodemask, 3 cpuset, 4 mems_allowed, 5 oom_memcg, 6 'global_oom', 7 task_memcg, 8 task, 9 pid, 10 uid */
+/** Indexed as a regex's groups over the oom-kill line would be: 1 constraint, 2 nodemask, 3 cpuset, 4 mems_allowed, 5 oom_memcg, 6 'global_oom', 7 task_memcg, 8 task, 9 pid, 10 uid */
 export type OomSummary = Array<string | undefined>;
 
 const PID_UID = /,pid=(\d+),uid=(\d+)$/;

@@ -1,5 +1,5 @@
 /**
- * The node facts of issue 15 (GET /v1/node `facts`): conntrack table use, kernel taint,
+ * The node facts (GET /v1/node `facts`): conntrack table use, kernel taint,
  * D-state and zombie processes by pod, kubelet certificate expiry, kubelet's own
  * eviction thresholds (where they differ from the defaults the node rule checks),
  * mounts whose statfs does not return, and CRI list latency against PLEG's period.

@@ -69,7 +69,7 @@ export const oomRule: Rule = {
         hint: `Raise the container's memory limit or reduce its use; the kernel report (GET /v1/oom) shows what it held.${k.containerId ? ` Its output before the kill: GET /v1/containers/${shortId(k.containerId)}/logs?previous=true.` : ''}`,
         subject,
       });
-      // containerd's race (NOTES.md): the main process was OOM-killed, the CRI says Error/137
+      // containerd's CRI reason for a main-process OOM kill is racy (Error or OOMKilled, exit 137); the kernel log is the witness
       const row = k.containerId ? ix.containersById.get(k.containerId) : undefined;
       if (row && row.state === 'CONTAINER_EXITED' && row.exitCode === 137 && row.reason !== 'OOMKilled') {
         out.push({
