@@ -66,7 +66,7 @@ t.test('the CLI exits 2 on a bad flag, prints the version', async (t) => {
   t.match(unknown.stderr, /unknown command "frobnicate"/);
 });
 
-t.test('issue 11 bounds: defaults, env twins and refusals', async (t) => {
+t.test('request, follow and connection bounds: defaults, env twins and refusals', async (t) => {
   const { config } = loadConfig([], { NODE_NAME: 'n' });
   t.equal(config.requestTimeout, 35_000, 'a little above the journal deadline (30 s)');
   t.equal(config.followMax, 3_600_000);

@@ -70,7 +70,7 @@ t.test('a JSON document in an annotation is redacted as a document (kubectl last
   t.same(redactDeep({ annotations: { a: applied } }), { annotations: { a: out['kubectl.kubernetes.io/last-applied-configuration'] } }, 'also inside deep documents');
 });
 
-// --- issue 11, finding 2: the walk is bounded in depth and size ---
+// --- the walk is bounded in depth and size ---
 
 const deepArray = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
 const deepObject = (n: number, leaf = '1') => `${'{"a":'.repeat(n)}${leaf}${'}'.repeat(n)}`;
@@ -194,7 +194,7 @@ t.test('registry headers, auths and configs (containerd config) are redacted wha
   t.same(redactDeep({ token: 1234, auth: false, secret: null, password: { a: 1 } }), { token: REDACTED, auth: false, secret: null, password: REDACTED }, 'numbers and objects go; null and booleans hold nothing');
 });
 
-// --- issue 11, finding 9: the shapes redaction missed ---
+// --- secrets by shape in arguments, headers and scripts ---
 
 t.test('mysql -pSECRET, curl headers and -u, positional NAME=value', async (t) => {
   t.same(redactArgs(['mysql', '-uroot', '-pFAKEMY', 'shop']), ['mysql', '-uroot', `-p${REDACTED}`, 'shop'], 'the attached password goes, the database stays');

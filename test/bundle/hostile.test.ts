@@ -1,5 +1,5 @@
 /**
- * Reading a bundle is reading untrusted input (issue 14, item 5). Archives made
+ * Reading a bundle is reading untrusted input. Archives made
  * here with tar-stream, each beside a valid manifest so only the hostile entry can
  * be what refuses it: `..`, absolute paths, symbolic and hard links (to a canary
  * file outside), devices, a FIFO, a directory, duplicate names, a decompressed

@@ -5,7 +5,7 @@
  *
  * - The FAKE runtime counts the calls it is asked: one capture of a node lists the
  *   containers and sandboxes a fixed number of times, however many containers there
- *   are (each per-container route used to list again: O(containers²)); each
+ *   are (without one moment each per-container route lists again: O(containers²)); each
  *   container's status is asked a fixed number of times.
  * - The kubepods walk (readdir of kubepods.slice, counted on the real HostFs,
  *   calling through) is made a fixed number of times per capture.

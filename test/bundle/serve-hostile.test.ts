@@ -139,7 +139,7 @@ async function serving(t: Test, name: string, answers: Stored[]) {
 
 t.test('serve --bundle: the route document a bundle holds is data, never patterns', async (t) => {
   const { ask, inert } = await serving(t, 'hostile-routes', [
-    // 40 groups in one path: the old replay made each a regex group and matched requests against them
+    // 40 groups in one path: a replay that made each a regex group and matched requests against them would backtrack
     {
       url: '/openapi.json',
       status: 200,
@@ -156,7 +156,7 @@ t.test('serve --bundle: the route document a bundle holds is data, never pattern
   const a27 = await ask(req27);
   t.equal(a27.status, 404, 'a 27-byte request for no route: 404');
   t.match(a27.headers['content-type'], /^application\/problem\+json/);
-  // each byte more doubles what a pattern of 40 groups tries before it fails: 34 bytes held the old replay for minutes
+  // each byte more doubles what a pattern of 40 groups tries before it fails: 34 bytes hold such a replay for minutes
   t.equal((await ask(`/${'a'.repeat(33)}`)).status, 404, 'a 34-byte request for no route: 404');
   t.equal((await ask(`/v1/${'a'.repeat(23)}`)).status, 404, 'under /v1 too');
 

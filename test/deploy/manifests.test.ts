@@ -73,7 +73,7 @@ function checkResources(t: Test, r: Obj | undefined, what: string): void {
 }
 
 /**
- * Memory limits against what bench/RESULTS.md measured (issue 12, bench/all.ts with these
+ * Memory limits against what bench/RESULTS.md measured (bench/all.ts with these
  * NODE_OPTIONS): the V8 heap caps NODE_OPTIONS sets plus the agent's resident memory outside
  * the heap (the Node binary's pages, code, native buffers: ~100 MiB measured) fit inside
  * the limit, and the limit covers the measured figure the manifest names.

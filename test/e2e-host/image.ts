@@ -14,7 +14,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const GUEST_PACKAGES = [
   'systemd', 'systemd-sysv', 'dbus', 'udev', 'kmod', 'containerd', 'runc', 'busybox-static',
   'iproute2', 'procps', 'linux-image-amd64', 'initramfs-tools', 'util-linux', 'socat',
-  // issue 15's failures (guest/faults.sh): nft makes the kernel track connections (and
+  // the node failures (guest/faults.sh): nft makes the kernel track connections (and
   // exempts the agent's relay), openssl makes an expired kubelet certificate
   'nftables', 'openssl',
 ];

@@ -374,7 +374,7 @@ scenario('container logs: /v1/containers/{id}/logs reads the CRI log file', asyn
   assert.match(crashText, /fatal: missing config/);
 });
 
-// issue 14: the node in the middle of its scenarios, as a bundle; NODETRUTH_E2E_WRITE_EXAMPLE=1 keeps it
+// the node in the middle of its scenarios, as a bundle; NODETRUTH_E2E_WRITE_EXAMPLE=1 keeps it
 // as examples/node-vm.tar.gz (the example scripts/serve-local.sh serves on a machine that is no node)
 scenario('bundle: GET /v1/bundle is a bundle the reader accepts, holding the crash loop, the OOM kill, the throttled container and NetworkReady false', async () => {
   if (!vm) throw new Error('no VM');
@@ -415,7 +415,7 @@ scenario('bundle: GET /v1/bundle is a bundle the reader accepts, holding the cra
   }
 }, 600_000);
 
-// ---- issue 15: node failures made for real in the guest (guest/faults.sh) -------------
+// ---- node failures made for real in the guest (guest/faults.sh) ----------------------
 // Each is made at scenario time through the command channel and undone in a finally, so
 // a failed scenario leaves no frozen file system or full conntrack table for the next.
 
@@ -509,7 +509,7 @@ scenario('memory.high: a container held at memory.high without an OOM kill: /v1/
   assert.equal(a.podUid, setup.pods['memory-high'].uid);
   assert.equal(a.memory.max, 64 * MiB);
   if ('high' in a.memory) assert.equal(a.memory.high, 8 * MiB, 'memory.high as the CRI unified map set it');
-  else log('memory.high: /v1/cgroups has no memory.high field yet (issue 15: another part adds it); memory.events high checked instead');
+  else log('memory.high: /v1/cgroups has no memory.high field; memory.events high checked instead');
   assert.ok(a.memory.events?.high > 0, `memory.events: ${JSON.stringify(a.memory.events)}`);
   assert.equal(a.memory.events.oomKill, 0, 'throttled at memory.high, never OOM-killed');
   // each new dd is charged past high again: the counter grows while we look
@@ -527,7 +527,7 @@ scenario('memory.high: a container held at memory.high without an OOM kill: /v1/
     assert.equal(f.title, `e2e/memory-high container hog is throttled at memory.high (8MiB)`);
     assert.deepEqual(f.evidence.slice(0, 1).map((e) => e.excerpt), [String(8 * MiB)]);
   } else {
-    log('memory.high: no memory-high-reclaim rule in src/triage/findings.ts yet (another part of issue 15 adds it): triage not asserted');
+    log('memory.high: no memory-high-reclaim rule in src/triage/findings.ts: triage not asserted');
   }
 });
 
@@ -813,7 +813,7 @@ test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout:
       const { body } = await get200(`/v1/containers/${ticker.id}/processes`);
       assert.ok(itemsOf(body).some((p: { pid: number }) => p.pid === ticker.pid));
     });
-    await sub('GET /v1/triage answers, with runtime-not-answering (issue 15)', async () => {
+    await sub('GET /v1/triage answers, with runtime-not-answering', async () => {
       const { findings, ms } = await triageNow();
       const f = findingOf(findings, 'runtime-not-answering');
       assert.equal(f.severity, 'critical');
@@ -829,7 +829,7 @@ test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout:
     await get200('/v1/pods');
     log(`runtime routes 200 again ${Date.now() - started} ms after SIGCONT`);
   });
-  // issue 15: the list calls that outlived the deadline stay in the latency window (300 s)
+  // the list calls that outlived the deadline stay in the latency window (300 s)
   await sub('after SIGCONT /v1/triage shows runtime-slow: the list calls took the whole CRI deadline', async () => {
     const { findings } = await triageNow();
     const slow = findings.filter((f) => f.id === 'runtime-slow');

@@ -499,7 +499,7 @@ scenario('container logs: /v1/containers/{id}/logs reads the CRI log file', asyn
   assert.match(crashText, /fatal: missing config/);
 });
 
-// issue 14: the node in the middle of its scenarios, as a bundle; NODETRUTH_E2E_WRITE_EXAMPLE=1 keeps
+// the node in the middle of its scenarios, as a bundle; NODETRUTH_E2E_WRITE_EXAMPLE=1 keeps
 // the debug agent's from the first guest as examples/node-vm.tar.gz (the example the README serves)
 scenario('bundle: GET /v1/bundle is a bundle the reader accepts, holding the crash loop, the OOM kill, the throttled container and NetworkReady false', async () => {
   const url = new URL(`${agent.baseUrl}/v1/bundle?since=1h&maxSize=16MiB`);

@@ -1,4 +1,4 @@
-// Boots the node guest under qemu (TCG: KVM cannot boot a stock kernel here, NOTES.md),
+// Boots the node guest under qemu (TCG: /dev/kvm here is a software PVM, no stock kernel),
 // runs commands in it through the 9p share, and always cleans up: qemu is stopped by the
 // PID from its own pidfile, never by name.
 import { execFileSync } from 'node:child_process';

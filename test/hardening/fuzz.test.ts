@@ -1,5 +1,5 @@
 /**
- * Fuzzing every route listed in /openapi.json at run time (issue 8), against a
+ * Fuzzing every route listed in /openapi.json at run time, against a
  * FAKE node: a generated host root (test/fixtures/fake-node.ts) with a canary
  * file of random content beside it, a FAKE CRI runtime and a FAKE API server
  * serving the same pods.
@@ -8,7 +8,7 @@
  * in any response or log line, every request answered (a hang guard names the
  * request that never answers), and no leak: the heap used after a full GC
  * grows by less than a bound only a per-request leak exceeds. No RSS figure and
- * no duration is asserted (finding 14 of issue 11: RSS moves with V8's heap
+ * no duration is asserted (RSS moves with V8's heap
  * sizing and the allocator, time with the machine's load; such figures belong
  * to bench/). The event loop's longest delay is reported, not asserted.
  *
@@ -121,7 +121,7 @@ const short = (u: string) => (u.length > 300 ? `${u.slice(0, 300)}… (${u.lengt
 
 function check(req: FuzzRequest, status: number, body: string, ms: number): void {
   note(req, status);
-  // 503 Overloaded is the load shedder answering for itself (issue 12: past a bound of concurrent
+  // 503 Overloaded is the load shedder answering for itself (past a bound of concurrent
   // full-node work, 503 with Retry-After instead of an unbounded queue; its own tests check the
   // header): the fuzz runs 64 windowed requests at once, so it meets it by design
   const shed = status === 503 && body.includes('"type":"https://nodetruth.dev/problems/overloaded"');

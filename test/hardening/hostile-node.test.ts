@@ -1,5 +1,5 @@
 /**
- * The fuzz's second half (issue 11): GENERATED NODES whose tenant-controlled content is
+ * The fuzz's second half: GENERATED NODES whose tenant-controlled content is
  * hostile, not only hostile request parameters. For each seed, a FAKE node in HOSTILE mode
  * (test/fixtures/fake-node.ts applyHostileCri + writeHostileTree: 2,000-deep and 256 KiB
  * annotations, secrets in env/args/annotations in many shapes, control bytes, 128 KiB args,
@@ -49,7 +49,7 @@ const GENERATED = Number(process.env.NODETRUTH_HOSTILE_GENERATED ?? 150);
 const CONCURRENCY = 2;
 /**
  * A hang guard, not a time budget: only a request that would never answer reaches it
- * (reading a 64 MiB log whole, as the agent did before finding 3 was fixed, took seconds).
+ * (reading a 64 MiB log whole takes seconds; the bounded reads do not).
  */
 const HANG_MS = 180_000;
 /**
@@ -180,7 +180,7 @@ function fixedRequests(ops: Operation[], host: FakeScaleHost): string[] {
       const p = op.path.replace('{id}', id);
       const variants: Record<string, string>[] = [{}];
       for (const param of op.params) for (const v of perParam[param.name] ?? []) variants.push({ [param.name]: v });
-      // the 64 MiB and 70 MiB logs: a few reads, not every variant (each read is heavy before finding 3's fix)
+      // the 64 MiB and 70 MiB logs: a few reads, not every variant (each read is heavy for a reader that is not bounded)
       const vs = heavy.has(id) ? variants.filter((v) => Object.keys(v).length === 0 || 'tailLines' in v || 'limitBytes' in v).slice(0, 3) : variants;
       for (const v of vs) out.push(`${p}${qs(v)}`);
     }
@@ -258,7 +258,7 @@ for (const seed of SEEDS) {
       statuses.set(`${status}`, (statuses.get(`${status}`) ?? 0) + 1);
       sizes.set(route, Math.max(sizes.get(route) ?? 0, body.length));
       const text = body.toString('utf8');
-      // 503 Overloaded: the load shedder answering for itself (issue 12), not a failure of the route
+      // 503 Overloaded: the load shedder answering for itself, not a failure of the route
       const shed = status === 503 && text.includes('"type":"https://nodetruth.dev/problems/overloaded"');
       if (status >= 500 && !shed) fail(url, `status ${status}: ${text.slice(0, 300)}`);
       if (status === 0) fail(url, `no answer: ${text.slice(0, 300)}`);
@@ -329,9 +329,9 @@ for (const seed of SEEDS) {
       if (more) fail(u, more);
     };
     warned('/v1/cgroups', 'the garbage cgroup files and the symlink-loop scope');
-    warned('/v1/oom', 'the symlink-loop scope (finding 4)', (b) => {
+    warned('/v1/oom', 'the symlink-loop scope', (b) => {
       const ev = b.memoryEvents;
-      return Array.isArray(ev) && ev.length > 0 ? null : 'memoryEvents is empty: one unreadable cgroup spoiled the list (finding 4)';
+      return Array.isArray(ev) && ev.length > 0 ? null : 'memoryEvents is empty: one unreadable cgroup spoiled the list';
     });
     warned(`/v1/containers/${h.hugeArgsContainer}/processes`, 'the vanished pid and the garbage lines of cgroup.procs');
     warned('/v1/kernel', 'the malformed kmsg records');

@@ -8,8 +8,8 @@
  * --auth kubernetes (a FAKE API server accepts the token): no output holds a
  * secret, and the agent's log (its audit lines) holds neither a secret nor the token.
  *
- * Beside the fake node's own secrets, the shapes redaction once missed (issue 11,
- * finding 9) and the 2,000-deep annotation (finding 2) are added to its
+ * Beside the fake node's own secrets, the shapes that redaction by key name alone
+ * misses and the 2,000-deep annotation are added to its
  * containers, pods and processes: mysql's `-pSECRET`, curl's `-H 'Authorization:
  * Bearer …'` and `--header=Cookie: …`, a positional `PASSWORD=…`, URL userinfo,
  * a shell script holding all of them, registry headers (`{"Authorization":
@@ -35,7 +35,7 @@ import { FakeCriServer } from '../helpers/fake-cri.js';
 import { apiPod, FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 
 const host = await makeFakeScaleHost({ pods: 6, perPod: 2, journal: true, logLines: 10 });
-// the new shapes (issue 11, findings 2 and 9), each with its own secret
+// those shapes, each with its own secret
 const n = randomBytes(6).toString('hex');
 const shape = {
   mysql: `FAKESHAPEmysql${n}`,

@@ -132,7 +132,7 @@ export class FakeKubeApiServer {
 
   /**
    * A kubeconfig for this server. client-node refuses http:// unless
-   * insecure-skip-tls-verify is set (NOTES.md); JSON is valid YAML.
+   * insecure-skip-tls-verify is set; JSON is valid YAML.
    */
   writeKubeconfig(dir: string, token = AGENT_TOKEN): string {
     const file = path.join(dir, 'kubeconfig');

@@ -188,8 +188,8 @@ t.test('bounded: at most N cgroups, pods first; the rest counted; a slow source 
 });
 
 t.test('the runtime deadline is --cri-timeout: a runtime answering after 2.5 s still names every series', async (t) => {
-  // the scrape's runtime deadline was a fixed 2 s: with --cri-timeout 6s, a runtime answering
-  // in 2.5 s was cut and every container series lost namespace, pod and container
+  // with --cri-timeout 6s, a runtime answering in 2.5 s is inside the scrape's runtime deadline: a
+  // fixed 2 s would cut it and every container series would lose namespace, pod and container
   const slow = new FakeCriServer(capturedRuntime());
   slow.delayMs = 2500;
   await slow.start();

@@ -1,5 +1,5 @@
 /**
- * The node facts on /metrics (issue 15), from a host laid out as a real one (test/fixtures/node-facts.ts:
+ * The node facts on /metrics, from a host laid out as a real one (test/fixtures/node-facts.ts:
  * a kubelet whose --config names a kubeadm-shaped file, real PEMs behind kubelet's dated link, D and Z
  * processes in a pod, taint and conntrack files), through the real app with a FAKE CRI runtime, and with
  * the runtime down; promtool checks the output.

@@ -2,7 +2,7 @@
  * render.ts writes the per-cgroup families itself; prom-client is the reference. The same
  * families, label values (hostile ones among them: quotes, backslashes, newlines, UTF-8)
  * and values through a prom-client registry must give the same bytes. The render yields to the
- * event loop in slices (issue 12): counted, and the text the same whatever the slice.
+ * event loop in slices: counted, and the text the same whatever the slice.
  */
 import { Counter, Gauge, Registry } from 'prom-client';
 import t from 'tap';

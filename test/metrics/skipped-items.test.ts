@@ -1,5 +1,5 @@
 /**
- * Issue 11: /metrics over a node with bad items (a directory for cpu.stat, a scope that
+ * /metrics over a node with bad items (a directory for cpu.stat, a scope that
  * is a symlink to itself, garbage lines in memory.events, /proc/loadavg a link loop):
  * the readable cgroups are exported, the skipped ones counted in
  * nodetruth_scrape_skipped_items{source}, the sources stay up, and promtool stays clean.

@@ -1,5 +1,5 @@
 /**
- * Finding 12 of issue 11: the DaemonSet's shape end to end. --auth kubernetes on a
+ * The DaemonSet's shape end to end. --auth kubernetes on a
  * non-loopback address (so TLS, self-signed), the real HTTPS server on 127.0.0.1:0, a
  * client that pins the logged fingerprint, and the FAKE API server: the
  * SubjectAccessReview asks for get nodes/nodetruth of this node, never nodes/proxy

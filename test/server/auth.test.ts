@@ -299,7 +299,7 @@ t.test('a flood of unknown tokens is rate-limited per address and in total (429 
   t.equal(v6.reviewed, AUTH_CACHE.reviewBurstPerAddress, 'one /64, one budget');
 });
 
-t.test('finding 11: refused tokens fill their own cache; they never evict an allowed entry', async (t) => {
+t.test('refused tokens fill their own cache; they never evict an allowed entry', async (t) => {
   const { AuthDecider } = await import('../../src/server/plugins/auth.js');
   let tick = 0;
   // The caches' clock stands still while the flood runs (4,000 reviews can outlast the allowed

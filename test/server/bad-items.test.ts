@@ -1,5 +1,5 @@
 /**
- * Issue 11, "one bad item never spoils an answer": on the captured node's tree, each
+ * One bad item never spoils an answer: on the captured node's tree, each
  * route skips what it cannot read, names it in `warnings`, and the rest stands; the
  * one thing asked for being unreadable is a problem with a stable status (never a 500).
  *

@@ -1,6 +1,6 @@
 /**
  * /v1/containers/{id}/logs over real HTTP on a 64 MiB CRI log file with a
- * rotated plain and a rotated gzipped file (issue 11, finding 3): tails of
+ * rotated plain and a rotated gzipped file: tails of
  * 10, 100 and 100,000 logical lines, sinceTime in the middle, stream filter,
  * previous, and the answer's byte bound said in the answer. No runtime: the
  * container is found through /var/log/containers.

@@ -1,7 +1,7 @@
 /**
- * Issue 11, finding 13: /v1/node/drift on a node without cluster access
- * answered its 503 only after @kubernetes/client-node had loaded (62–86 s in
- * the node VM). The access check comes first now: this file runs in its own
+ * /v1/node/drift on a node without cluster access answers its 503 before
+ * @kubernetes/client-node is loaded (its first load takes 62–86 s in the node
+ * VM): the access check comes first. This file runs in its own
  * process, where nothing else loads client-node, and the 503 must leave it
  * unloaded. Through the real HTTP server.
  */

@@ -1,10 +1,10 @@
 /**
- * Issue 11 through the real HTTP server (a listening app, real sockets):
- * - finding 6: loopback without auth answers only loopback Host names (DNS rebinding);
- * - finding 10: the audit line redacts secret query values and is bounded;
+ * The HTTP bounds through the real HTTP server (a listening app, real sockets):
+ * - loopback without auth answers only loopback Host names (DNS rebinding);
+ * - the audit line redacts secret query values and is bounded;
  * - one audit line per request, always: answered, 404, 400, 431, client gone,
  *   server-side deadline (504 problem+json for itself), follow streams when they end;
- * - finding 11: follow streams per client, their maximum duration with a final frame.
+ * - follow streams per client, their maximum duration with a final frame.
  */
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -56,7 +56,7 @@ async function until(what: string, cond: () => boolean, ms = 10_000): Promise<vo
   }
 }
 
-t.test('finding 6: without auth, only loopback Host names (any port) and --allowed-hosts', async (t) => {
+t.test('without auth, only loopback Host names (any port) and --allowed-hosts', async (t) => {
   const a = await listening(['--allowed-hosts', 'nodetruth.internal']);
   t.teardown(() => a.close());
   for (const host of ['localhost', `localhost:${a.port}`, 'localhost:18080', '127.0.0.1', '127.0.0.1:7070', '[::1]:8080', 'LOCALHOST', 'nodetruth.internal:9000']) {
@@ -76,14 +76,14 @@ t.test('finding 6: without auth, only loopback Host names (any port) and --allow
   t.equal(refused.length, 12, 'each refused request is audited');
 });
 
-t.test('finding 6: no Host check under --auth kubernetes (tokens do that job)', async (t) => {
+t.test('no Host check under --auth kubernetes (tokens do that job)', async (t) => {
   const a = await testApp(['--auth', 'kubernetes', '--kubeconfig', path.join(dir, 'none'), '--host-root', dir, '--node-name', 'node-a']);
   t.teardown(() => a.close());
   const r = await a.app.inject({ method: 'GET', url: '/healthz', headers: { host: '10.0.0.5:7070' } });
   t.equal(r.statusCode, 200, 'a kubelet probe with the pod IP as Host');
 });
 
-t.test('finding 10: secret query values never reach the audit line; long and many values are cut', async (t) => {
+t.test('secret query values never reach the audit line; long and many values are cut', async (t) => {
   const a = await listening([]);
   t.teardown(() => a.close());
   const secret = 'eyJhbGciOiJSUzI1NiJ9.query-secret-value.sig';
@@ -162,7 +162,7 @@ t.test('a client that goes away before the answer: one audit line that says so',
   t.match(lines[0], { route: '/v1/runtime', status: null, outcome: 'client-gone', aborted: true });
 });
 
-t.test('finding 11: follow streams per client; the maximum duration ends a stream with a final frame; audited once at the end', async (t) => {
+t.test('follow streams per client; the maximum duration ends a stream with a final frame; audited once at the end', async (t) => {
   const a = await listening(['--max-follows', '8', '--max-follows-per-client', '2', '--follow-max', '1s']);
   t.teardown(() => a.close());
   const open = () =>

@@ -1,5 +1,5 @@
 /**
- * Issue 11: journalctl 252 (PCRE2 --grep) stops with exit 1 and "Pattern matching failed:
+ * journalctl 252 (PCRE2 --grep) stops with exit 1 and "Pattern matching failed:
  * match limit exceeded" on a pattern such as `(.|..)*[#%]$` over a long message. That is
  * no failure of the request and no silent empty answer: /v1/logs answers 200 with the
  * records journalctl printed before it stopped and the reason in `warnings`.

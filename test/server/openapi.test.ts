@@ -1,5 +1,5 @@
 /**
- * /openapi.json is built on its first request (src/server/openapi.ts, issue 12): the app
+ * /openapi.json is built on its first request (src/server/openapi.ts): the app
  * loads no @fastify/swagger before it serves, nor the bundle's tar code nor ajv, and the
  * document still lists every route with its zod-derived parameters, the same on every
  * request. Through the real HTTP server.

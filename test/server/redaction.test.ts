@@ -1,11 +1,12 @@
 /**
- * Issue 11, finding 2, through the real HTTP server: a pod annotation nested
+ * Deep documents through the real HTTP server: a pod annotation nested
  * 2,000 levels deep (about 4 KB; any pod author can set one, and kubelet hands
- * annotations to the runtime) used to make /v1/pods, /v1/containers,
- * /v1/containers/{id} and container logs answer 500 (RangeError in the
- * recursive redaction walk). The FAKE CRI serves a sandbox and a container
- * whose annotations hold such documents (and, beside them, the secret shapes
- * of finding 9): every route answers 200, shows the depth marker, and no secret.
+ * annotations to the runtime) must not make /v1/pods, /v1/containers,
+ * /v1/containers/{id} or container logs answer 500 (a recursive redaction walk
+ * throws RangeError on it). The FAKE CRI serves a sandbox and a container
+ * whose annotations hold such documents (and, beside them, secrets by shape:
+ * mysql -p, curl headers, URL userinfo): every route answers 200, shows the
+ * depth marker, and no secret.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,5 @@
 /**
- * Issue 11: a 429 says when to come back (Retry-After, RFC 9110 10.2.3), whichever
+ * A 429 says when to come back (Retry-After, RFC 9110 10.2.3), whichever
  * limit refused it: here the follow limiter (--max-follows 1) over real HTTP.
  * The journal's child cap and the pattern queue throw the same tooMany problem.
  */

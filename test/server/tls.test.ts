@@ -1,5 +1,5 @@
 /**
- * Finding 12 of issue 11: off loopback the agent serves TLS only. Real HTTPS servers
+ * Off loopback the agent serves TLS only. Real HTTPS servers
  * (the app from flags, listening on 127.0.0.1:0) and real TLS clients that trust the
  * certificate by fingerprint or as a CA; the config refuses plain HTTP off loopback;
  * /readyz and the start-up log show the fingerprint; a Secret's files are re-read.

@@ -1,4 +1,4 @@
-// Issue 11, finding 1: a user pattern against tenant-controlled text must not pin
+// A user pattern against tenant-controlled text must not pin
 // the agent. Through the real HTTP server: /v1/kernel (a regular file read as
 // kmsg, one record per line) and a file query of /v1/logs.
 import http from 'node:http';

@@ -477,7 +477,7 @@ t.test('kubelet journal errors of the last 10 minutes, by kind, with cursors', a
 t.test('kubelet journal phrases: hostile lines are matched in one pass, and only where the regexes matched', async (t) => {
   const pleg = KUBELET_JOURNAL_PATTERNS.find((p) => p.id === 'kubelet-pleg-unhealthy')!;
   const net = KUBELET_JOURNAL_PATTERNS.find((p) => p.id === 'kubelet-sandbox-network-errors')!;
-  // the shapes that made the old regexes backtrack (PLEG.*relist: 18 s over 20,000 such lines)
+  // shapes that make backtracking regexes slow (PLEG.*relist: 18 s over 20,000 such lines)
   t.equal(matchesJournalPattern(pleg, 'PLEG'.repeat(12_000)), false);
   t.equal(matchesJournalPattern(net, 'failed to set up sandbox container '.repeat(1400)), false);
   t.equal(matchesJournalPattern(net, 'plugin type="'.repeat(4000)), false);
@@ -536,7 +536,7 @@ t.test('a rule that throws on data no one foresaw is a finding; the other rules 
   t.match(r.findings[1]!.title, /crash-loop/);
 });
 
-t.test('node facts (issue 15): each row from a real-shaped host (test/triage/node-facts.test.ts checks each finding)', async (t) => {
+t.test('node facts: each row from a real-shaped host (test/triage/node-facts.test.ts checks each finding)', async (t) => {
   const fx = await factsHost('systemd');
   t.teardown(fx.cleanup);
   const f = await troubledFacts(fx);

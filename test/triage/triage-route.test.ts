@@ -83,7 +83,7 @@ t.test('GET /v1/triage: the findings this node shows, each with its evidence', a
   // The spinner as the kernel counts it: one CFS period every 100 ms, every one throttled, at the
   // captured rates (CAPTURED.spin, 3 s apart: +31 periods, +31 throttled). The file moves on by
   // itself, so the two samples differ however late the first one is taken on a loaded machine
-  // (one rewrite at a fixed time raced the first sample). Replaced by rename: a read sees one state.
+  // (a single rewrite at a fixed time would race the first sample). Replaced by rename: a read sees one state.
   writeFileSync(spinStat, CAPTURED.spin.cpuStat);
   let tick = 0;
   const ticker = setInterval(() => {

@@ -1,5 +1,5 @@
 /**
- * jsonBuffer (issue 12): the bytes of JSON.stringify, produced in slices with a yield between
+ * jsonBuffer: the bytes of JSON.stringify, produced in slices with a yield between
  * them. Checked against JSON.stringify itself on the shapes that differ between the two kinds of
  * writing (left-out values, toJSON, hostile strings, null-prototype objects, big lists), and the
  * bound counted: how many entries are stringified between two yields, never a duration.

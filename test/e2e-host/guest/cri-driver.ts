@@ -285,7 +285,7 @@ async function setup(): Promise<Obj> {
   const hs = await waitState(hog.id, 'CONTAINER_EXITED', 60_000);
   containers.hog = { ...hog, exitCode: hs.exit_code, reason: hs.reason };
 
-  // Issue 15's failures, made for real at scenario time (run.ts, guest/faults.sh):
+  // Node failures made for real at scenario time (run.ts, guest/faults.sh):
   // 5. writers on a hostPath volume (a loop-mounted ext4 that faults.sh loopfs made and the
   //    scenario freezes): four subshells append a line every half second, so each blocks in
   //    D state at its next write once the file system is frozen

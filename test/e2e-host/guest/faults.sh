@@ -1,5 +1,5 @@
 #!/bin/sh
-# Node failures made for real in the guest (issue 15), one subcommand each, run by the
+# Node failures made for real in the guest, one subcommand each, run by the
 # host through the command channel (run.ts). Read from the project share at run time, so
 # editing this file does not rebuild the guest image. Every "make" has its "undo"; the
 # host runs the undo in a finally, so a failed scenario leaves no frozen filesystem or

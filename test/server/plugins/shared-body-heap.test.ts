@@ -1,14 +1,14 @@
 /**
- * Nothing the shared body plugin renders outlives its last request (issue 12, idle memory), checked
+ * Nothing the shared body plugin renders outlives its last request (idle memory), checked
  * from the heap after a full GC, never from a memory figure: the answers and the body Buffers are
  * watched through WeakRefs, which a full GC clears once nothing holds them.
  *
- * The finding: a client that goes away while its answer is being made (an abort while it waits in
- * the shed queue or on a shared flight: the hostile shape is simply closing the connection) left
- * its response closed before the plugin held a rendering for it; 'close' never fires twice, so the
- * rendering (the whole answer and its body) stayed in the plugin's table for good: up to four per
- * URL, the URL being the client's, and every long text body (a 6.5 MB scrape) without bound. A
- * later identical request then no longer shared a render (the URL's table was full).
+ * The hostile shape: a client that goes away while its answer is being made (an abort while it
+ * waits in the shed queue or on a shared flight: simply closing the connection) has its response
+ * closed before the plugin holds a rendering for it; 'close' never fires twice, so a rendering
+ * registered then would stay in the plugin's table for good: up to four per URL, the URL being
+ * the client's, and every long text body (a 6.5 MB scrape) without bound, and a later identical
+ * request would no longer share a render (the URL's table full).
  * Through a real HTTP server (the plugins in the app's order); aborts are real socket closes.
  */
 import { request } from 'node:http';

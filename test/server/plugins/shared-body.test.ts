@@ -1,8 +1,8 @@
 /**
- * Identical concurrent requests share one rendered body (issue 12): requests answered with
+ * Identical concurrent requests share one rendered body: requests answered with
  * the same object while one of them is in flight get the same bytes from one JSON.stringify;
  * once they are answered nothing is kept (a later request renders again); other payloads
- * (a text table, a problem) are rendered as before; a long text body (a scrape) arrives whole. Through a real HTTP server; the answer
+ * (a text table, a problem) are rendered by fastify as usual; a long text body (a scrape) arrives whole. Through a real HTTP server; the answer
  * object counts how often it is stringified (JSON.stringify calls its toJSON once per render).
  * The routes build a fresh answer per request around the flight's objects (`{ items, warnings }`,
  * filtered per request): those are shared too when made of the very same objects, and the render

@@ -240,7 +240,7 @@ t.test('synthetic node: counts scale and ids are distinct', async (t) => {
   }
 });
 
-t.test('a long read yields between batches, and two reads at once take turns (issue 12)', async (t) => {
+t.test('a long read yields between batches, and two reads at once take turns', async (t) => {
   const node = tempHostRoot(syntheticNodeSpec({ pods: 30, containersPerPod: 3, driver: 'systemd' }));
   t.teardown(node.cleanup);
   const fs = new HostFs(node.root);

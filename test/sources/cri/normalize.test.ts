@@ -105,7 +105,7 @@ t.test('timestamps keep nanoseconds; 0 is unset', async (t) => {
   t.equal(nanosToRfc3339('0001795973917905087686'), '2026-11-29T17:38:37.905087686Z', 'leading zeros: the BigInt path');
 });
 
-t.test('lists are normalized in slices: the same records as one map, a yield every LIST_SLICE items (issue 12)', async (t) => {
+t.test('lists are normalized in slices: the same records as one map, a yield every LIST_SLICE items', async (t) => {
   const wire = (i: number) => ({
     id: `${i}`.padStart(64, 'c'),
     podSandboxId: `${i >> 2}`.padStart(64, 'p'),

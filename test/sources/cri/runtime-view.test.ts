@@ -1,7 +1,7 @@
 /**
  * RuntimeView (src/sources/cri/runtime-view.ts) over a real gRPC connection to the fake CRI
  * runtime: the rows of a large node are built in slices with a yield between them, counted
- * (issue 12: 3,000 rows resumed in one tick held the loop), and the same as built at once; the
+ * (3,000 rows resumed in one tick hold the loop too long), and the same as built at once; the
  * callers of one flight resume one a turn of the event loop.
  */
 import t from 'tap';

@@ -1,5 +1,5 @@
 /**
- * Finding 5: an aborted /v1/logs request must not leave its journalctl running, and
+ * An aborted /v1/logs request must not leave its journalctl running, and
  * journalctl children are capped. Real journalctl over real journal files: 20,000
  * entries from systemd-journal-remote and a hostile PCRE2 pattern that journalctl
  * takes tens of seconds of CPU to refuse on every entry ((\S+\s?){1,6}[#%]), so each

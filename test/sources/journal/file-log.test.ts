@@ -1,7 +1,7 @@
 /**
- * Finding 7 of issue 11: a node log file query (`/v1/logs?query=foo/<name>`) must stay
+ * A node log file query (`/v1/logs?query=foo/<name>`) must stay
  * inside /var/log of the host root, through every component, whatever --host-root is.
- * Through a directory link /var/log/foo -> /etc the lexical check used to read /etc/<name>.
+ * Through a directory link /var/log/foo -> /etc a lexical check alone reads /etc/<name>.
  * Real symlink trees, the real HTTP server on 127.0.0.1:0, canaries that must never show.
  */
 import { execFileSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * The node facts (issue 15) from a fixture laid out as a real host: the captured node's
+ * The node facts from a fixture laid out as a real host: the captured node's
  * tree plus a kubelet process whose --config names a kubeadm-shaped config file, real
  * PEM certificates (selfsigned; one expired, one near its NotAfter) behind the dated
  * link kubelet writes, D and Z processes in pods, taint and conntrack files.

@@ -1,5 +1,5 @@
 /**
- * Finding 4: one unreadable cgroup must not empty /v1/oom's memoryEvents (nor
+ * One unreadable cgroup must not empty /v1/oom's memoryEvents (nor
  * /v1/cgroups, /metrics or /v1/triage, which walk the same tree).
  *
  * The tests run as root, which EACCES does not stop (CAP_DAC_OVERRIDE), so the

@@ -1,6 +1,6 @@
 /**
- * Bounded container log reads (src/sources/podlogs/read.ts, tail.ts, gzip.ts; issue 11,
- * finding 3) on files of the real shape: a 70 MiB P run with no F, a corrupt line of
+ * Bounded container log reads (src/sources/podlogs/read.ts, tail.ts, gzip.ts) on files
+ * of the real shape: a 70 MiB P run with no F, a corrupt line of
  * 70 MiB, malformed lines, invalid UTF-8, a rotated gzipped file; and a property test
  * against a simple whole-file reference on small files read in tiny chunks.
  */

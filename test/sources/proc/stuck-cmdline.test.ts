@@ -1,5 +1,5 @@
 /**
- * Finding 8: a /proc/<pid>/cmdline read that never returns (the target's mmap_lock is
+ * A /proc/<pid>/cmdline read that never returns (the target's mmap_lock is
  * held, e.g. by a hung NFS mount) must not take libuv's thread pool with it.
  *
  * Simulated with a FIFO that has no writer in place of /proc/<pid>/cmdline in a fixture
