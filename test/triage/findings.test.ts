@@ -1,6 +1,6 @@
 /**
- * The findings catalogue (src/triage/findings.ts) against the rule table and the
- * README. That each emitted finding matches its entry, and that each entry is
+ * The findings catalogue (src/triage/findings.ts) against the rule table and
+ * docs/triage.md. That each emitted finding matches its entry, and that each entry is
  * emitted by a test, is checked over every snapshot of test/triage/rules.test.ts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -31,7 +31,7 @@ t.test("kubelet journal findings are thresholds.ts's patterns", async (t) => {
   );
 });
 
-// README.md's triage section holds this table between the markers; UPDATE_README=1 writes it
+// docs/triage.md holds this table between the markers; UPDATE_README=1 writes it
 const BEGIN = '<!-- findings: generated from src/triage/findings.ts, checked by test/triage/findings.test.ts (UPDATE_README=1 writes it) -->';
 const END = '<!-- end of findings -->';
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
@@ -41,17 +41,17 @@ const table = [
   ...FINDINGS.map((k) => `| \`${k.id}\` | ${k.severities.join(', ')} | ${cell(k.means)} | ${cell(k.todo)} |`),
 ].join('\n');
 
-t.test("README's triage section lists every finding with what it means and what to do", async (t) => {
-  const path = new URL('../../README.md', import.meta.url);
+t.test('docs/triage.md lists every finding with what it means and what to do', async (t) => {
+  const path = new URL('../../docs/triage.md', import.meta.url);
   const readme = readFileSync(path, 'utf8');
   const start = readme.indexOf(BEGIN);
   const end = readme.indexOf(END, start);
-  t.ok(start >= 0 && end > start, 'the markers are in README.md');
+  t.ok(start >= 0 && end > start, 'the markers are in docs/triage.md');
   const section = `${BEGIN}\n${table}\n${END}`;
   if (process.env.UPDATE_README === '1' && start >= 0 && end > start) {
     writeFileSync(path, readme.slice(0, start) + section + readme.slice(end + END.length));
-    t.comment('README.md: findings table written');
+    t.comment('docs/triage.md: findings table written');
     return;
   }
-  t.equal(readme.slice(start, end + END.length), section, 'README.md matches the catalogue (run with UPDATE_README=1 to write it)');
+  t.equal(readme.slice(start, end + END.length), section, 'docs/triage.md matches the catalogue (run with UPDATE_README=1 to write it)');
 });
