@@ -63,9 +63,9 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./
 COPY proto ./proto
-# Node's compile cache (issue 12): V8's compiled code of the modules `serve` loads before
+# Node's compile cache: V8's compiled code of the modules `serve` loads before
 # it listens, made here once by importing them, so a start reads it instead of compiling
-# fastify, zod, grpc-js, pino and dist/ again (bench/RESULTS.md, "Issue 12: start-up").
+# fastify, zod, grpc-js, pino and dist/ again (bench/RESULTS.md, "start-up").
 # Node reads it on a read-only root filesystem too (it only skips writing), as the user
 # who made it (uid 0: Node keys the directory by uid); an entry made for other source text
 # or by another Node is ignored, never used. It costs ~3 MiB RSS (the entries stay loaded).

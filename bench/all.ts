@@ -1,5 +1,6 @@
 /**
- * Every figure of issue 12's table in one run, each beside its baseline, at several
+ * Every figure of the agent's targets (start-up, RSS, route costs, load, the event loop) in one
+ * run, each beside its baseline, at several
  * node sizes (FAKE node: pods × 4 containers, test/fixtures/fake-node.ts; the FAKE CRI
  * runtime in its own process; the agent as `node dist/cli.js serve`).
  *
@@ -166,7 +167,7 @@ async function measure(containers: number) {
     // 3-5
     const containersFig = await pair(agentGet('/v1/containers'), rawContainers, 1100);
     const cgroupsFig = await pair(agentGet('/v1/cgroups'), readLoop(STAT_FILES), 200);
-    // the D/Z process series (issue 15) read every process's /proc/<pid>/stat: so does the baseline
+    // the D/Z process series read every process's /proc/<pid>/stat: so does the baseline
     const statFiles = readdirSync(path.join(host.root, 'proc')).filter((n) => /^[1-9]\d*$/.test(n)).map((n) => path.join(host.root, 'proc', n, 'stat'));
     const metricsBase = readLoop(METRIC_CGROUP_FILES);
     const metricsFig = await pair(agentGet('/metrics'), async () => {

@@ -1,6 +1,6 @@
 /**
  * GET /v1/containers on the FAKE 1,000-container node against the raw CRI calls
- * it is made of, in the same run (issue 8). Both talk to the same FAKE CRI
+ * it is made of, in the same run. Both talk to the same FAKE CRI
  * runtime (its own process):
  *
  * - raw: grpc-js directly, one channel, ListContainers + ListPodSandbox, then

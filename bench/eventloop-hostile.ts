@@ -1,5 +1,5 @@
 /**
- * The event loop's longest stretch per route on a FAKE hostile node (issue 11): every route
+ * The event loop's longest stretch per route on a FAKE hostile node: every route
  * asked once, one at a time, in this process, with a 5 ms monitorEventLoopDelay reset around
  * each request. The fuzz and hostile-node tests report multi-second maxima, but their thread
  * also scans every answer for secrets and runs fake servers, and they run many requests at

@@ -1,6 +1,6 @@
 /**
  * What the agent's resident memory is made of when it is idle after one round of full-node
- * requests (issue 12: "RSS idle after one round" ≤ 100 MiB at the FAKE 1,000-container node).
+ * requests (the target: "RSS idle after one round" ≤ 100 MiB at the FAKE 1,000-container node).
  *
  *   npx tsx bench/heap-idle.ts [containers=1000] [rounds=7] [top=25]
  *   NODETRUTH_BENCH_NODE_ARGS / NODETRUTH_BENCH_AGENT_ENV as bench/all.ts (the deploy settings:

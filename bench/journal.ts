@@ -1,5 +1,5 @@
 /**
- * Journal benchmark (issue 4): a generated 1,000,000-entry journal (every third
+ * Journal benchmark: a generated 1,000,000-entry journal (every third
  * entry kubelet), then in the same run:
  *   - `query=kubelet&tailLines=1000` through JournalSource vs journalctl alone (ratio)
  *   - a full kubelet unit dump through JournalSource: entries/s

@@ -1,5 +1,5 @@
 /**
- * Shared pieces of the issue 8 benchmarks: the FAKE 1,000-container node with
+ * Shared pieces of the benchmarks: the FAKE 1,000-container node with
  * its FAKE CRI runtime and the agent, each in its own process; the machine
  * description every figure in RESULTS.md carries; small statistics.
  */
@@ -116,7 +116,7 @@ export function agentEnvFromBenchEnv(): Record<string, string> {
 }
 
 /**
- * A tracker of long tasks inside the agent (issue 12): node flags and environment that preload
+ * A tracker of long tasks inside the agent: node flags and environment that preload
  * a 5 ms interval timer; every stretch the event loop was held more than 50 ms is appended to
  * `file` as one JSON line: when (ms since the tracker started), wall ms, and the main thread's
  * CPU ms over it (process.threadCpuUsage). CPU close to wall is the agent's own work; wall far

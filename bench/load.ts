@@ -1,5 +1,5 @@
 /**
- * Load on the FAKE 1,000-container node (issue 8): autocannon on loopback, 50
+ * Load on the FAKE 1,000-container node: autocannon on loopback, 50
  * connections, 60 s, a weighted random mix of routes (NODETRUTH_LOAD_MIX=uniform: all
  * equal), against the agent as a real process
  * (`node dist/cli.js serve`) with the FAKE CRI runtime in another process.
@@ -16,7 +16,7 @@
  *   NODETRUTH_LOAD_MIX=full-node   bench/all.ts' load: /v1/containers, /v1/cgroups, /metrics, /v1/node at random
  *   NODETRUTH_BENCH_PODS=750       node size (pods × 4 containers; 250 by default)
  *   NODETRUTH_BENCH_AGENT_ENV='MALLOC_MMAP_THRESHOLD_=131072'  the agent's environment
- *   NODETRUTH_BENCH_LONGTASKS=1    every stretch the agent's loop was held > 50 ms, with its thread CPU (issue 12)
+ *   NODETRUTH_BENCH_LONGTASKS=1    every stretch the agent's loop was held > 50 ms, with its thread CPU
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

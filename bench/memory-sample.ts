@@ -2,9 +2,9 @@
  * What the agent's resident memory is made of, through a round of full-node requests and
  * a load: RSS beside V8's heap spaces, external memory and array buffers, as the agent's own
  * /metrics reports them (prom-client's nodejs_* defaults), sampled every second.
- * With NODETRUTH_BENCH_NODE_ARGS / NODETRUTH_BENCH_AGENT_ENV as bench/all.ts (the environment was
- * read by bench/all.ts only until issue 12's idle-memory work: figures from this script before that
- * ran without the deploy's MALLOC_MMAP_THRESHOLD_). What the idle figure is made of, heap by
+ * With NODETRUTH_BENCH_NODE_ARGS / NODETRUTH_BENCH_AGENT_ENV as bench/all.ts (figures of this
+ * script in bench/RESULTS.md older than its "idle RSS after a round, explained" section ran
+ * without the deploy's MALLOC_MMAP_THRESHOLD_). What the idle figure is made of, heap by
  * constructor, after a full GC and malloc's share: bench/heap-idle.ts.
  *
  *   npx tsx bench/memory-sample.ts [containers=1000] [loadSeconds=15]

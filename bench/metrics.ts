@@ -1,5 +1,5 @@
 /**
- * /metrics scrape on the FAKE 1,000-container node: time and bytes; issue 12's
+ * /metrics scrape on the FAKE 1,000-container node: time and bytes; the
  * target is <= 1.5x the floor below, in the same run. The agent is a real process (dist/cli.js) with the FAKE CRI
  * runtime in another; each scrape is a fresh HTTP request, as Prometheus makes it.
  * Floor in the same run: a plain readFileSync loop over the cgroup files the

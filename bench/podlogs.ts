@@ -1,5 +1,5 @@
 /**
- * Container log tails (issue 11, finding 3): a generated 64 MiB CRI log file
+ * Container log tails: a generated 64 MiB CRI log file
  * (with a rotated plain and a gzipped file beside it), the real app in this
  * process listening on loopback, and real HTTP requests:
  *   - `tailLines=100`, one at a time: time (p50, max)

@@ -1,5 +1,5 @@
 /**
- * Start-up levers measured separately, interleaved in one run on the FAKE node (issue 12):
+ * Start-up levers measured separately, interleaved in one run on the FAKE node:
  * start → first 200 on /readyz, the agent's CPU time until then (user + system from
  * /proc/<pid>/stat: steadier than wall time on a loaded machine) and its RSS 2 s after it
  * (no other request), for each build given (a directory holding dist/, proto/ and a

@@ -1,5 +1,5 @@
 /**
- * Start-up (issue 8): time from spawning `node dist/cli.js serve` to /readyz
+ * Start-up: time from spawning `node dist/cli.js serve` to /readyz
  * answering 200, as a fresh debug pod does it, on the FAKE 1,000-container node
  * with its FAKE CRI runtime (readiness asks the runtime). Target < 500 ms.
  * Baseline in the same run: a bare `node -e ""` (the runtime's own start).

@@ -1,7 +1,7 @@
 /**
  * Writes proto/cri-runtime-v1.json, the CRI proto as protobufjs' JSON descriptor
  * (Root.toJSON), which src/sources/cri/proto.ts loads at start instead of parsing the
- * .proto text (issue 12). Run after editing the .proto:
+ * .proto text (start-up time). Run after editing the .proto:
  *
  *   npx tsx scripts/cri-descriptor.ts
  *
