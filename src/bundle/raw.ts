@@ -60,7 +60,7 @@ export async function captureKmsg(ctx: CaptureContext): Promise<void> {
     for (let i = items.length - 1; i >= 0; i--) {
       const it = items[i]!;
       // the record's text passes the same redaction as the /v1/kernel answer stored beside it
-      const line = JSON.stringify(it.kind === 'record' ? { ...it, record: { ...it.record, text: redactLogText(it.record.text), raw: redactLogText(it.record.raw) } } : it);
+      const line = JSON.stringify(it.kind === 'record' ? { ...it, record: { ...it.record, text: redactLogText(it.record.text) } } : it);
       bytes += line.length + 1;
       if (bytes > CAPTURE_LIMITS.kmsgBytes) {
         trimmed = `oldest ${i + 1} of ${items.length} records left out (section bound ${CAPTURE_LIMITS.kmsgBytes} bytes)`;

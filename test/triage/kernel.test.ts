@@ -26,7 +26,7 @@ import { testApp } from '../helpers/app.js';
 
 const FIXTURE = readFileSync(kmsgFixture('kernel-problems.kmsg'), 'utf8');
 const RECORDS = splitKmsgText(FIXTURE);
-const rec = (text: string, seq = 1, pri = 3, ts = 1_000_000): KmsgRecord => ({ seq, level: pri & 7, facility: pri >> 3, tsUsec: ts, flags: '-', text, dict: {}, raw: text });
+const rec = (text: string, seq = 1, pri = 3, ts = 1_000_000): KmsgRecord => ({ seq, level: pri & 7, facility: pri >> 3, tsUsec: ts, flags: '-', text, dict: {} });
 
 t.test('the table finds each row in the fixture, with what the kernel names', async (t) => {
   const s = await scanKernelProblems(RECORDS);

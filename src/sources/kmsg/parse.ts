@@ -18,11 +18,16 @@ export interface KmsgRecord {
   flags: string;
   /** the message, unescaped (may contain newlines) */
   text: string;
-  /** continuation lines, e.g. SUBSYSTEM, DEVICE */
-  dict: Record<string, string>;
-  /** the record as read, for evidence */
-  raw: string;
+  /** continuation lines, e.g. SUBSYSTEM, DEVICE (most records have none: one shared empty object, never to be changed) */
+  dict: Readonly<Record<string, string>>;
 }
+
+/**
+ * A full ring is 10^5 records and more, all held while a reading uses them: a record keeps
+ * its fields only (not the line as read, which they hold already) and, without
+ * continuation lines, the one empty dictionary.
+ */
+const NO_DICT: Readonly<Record<string, string>> = Object.freeze({});
 
 const HEADER = /^(\d+),(\d+),(\d+),([^,;]*)(?:,[^;]*)?;/;
 
@@ -34,11 +39,13 @@ export function parseKmsgRecord(raw: string): KmsgRecord | null {
   const pri = Number(m[1]);
   const rest = body.slice(m[0].length);
   const lines = rest.split('\n');
-  const dict: Record<string, string> = {};
+  let dict = NO_DICT;
   for (const l of lines.slice(1)) {
     if (!l.startsWith(' ')) continue;
     const eq = l.indexOf('=');
-    if (eq > 1) dict[l.slice(1, eq)] = unescapeKmsg(l.slice(eq + 1));
+    if (eq <= 1) continue;
+    if (dict === NO_DICT) dict = {};
+    (dict as Record<string, string>)[l.slice(1, eq)] = unescapeKmsg(l.slice(eq + 1));
   }
   return {
     seq: Number(m[2]),
@@ -48,8 +55,24 @@ export function parseKmsgRecord(raw: string): KmsgRecord | null {
     flags: m[4]!,
     text: unescapeKmsg(lines[0]!),
     dict,
-    raw: body,
   };
+}
+
+/**
+ * The record as /dev/kmsg gives it (`PRI,SEQ,TS,FLAGS;text` and its ` KEY=value` lines):
+ * the inverse of parseKmsgRecord. The kernel writes every byte below 0x20, from 0x7f, and
+ * the backslash as \xNN (printk's msg_print_ext_body), so the line is the one read.
+ */
+export function formatKmsgRecord(r: KmsgRecord): string {
+  const lines = [`${(r.facility << 3) | r.level},${r.seq},${r.tsUsec},${r.flags};${escapeKmsg(r.text)}`];
+  for (const [k, v] of Object.entries(r.dict)) lines.push(` ${k}=${escapeKmsg(v)}`);
+  return lines.join('\n');
+}
+
+function escapeKmsg(s: string): string {
+  let out = '';
+  for (const b of Buffer.from(s, 'utf8')) out += b < 0x20 || b >= 0x7f || b === 0x5c ? `\\x${b.toString(16).padStart(2, '0')}` : String.fromCharCode(b);
+  return out;
 }
 
 /** Undo the kernel's \xNN escaping, then decode UTF-8 (printk text is bytes). */

@@ -1,9 +1,9 @@
-import { closeSync, openSync, writeSync, mkdtempSync, writeFileSync, appendFileSync, rmSync, mkdirSync } from 'node:fs';
+import { closeSync, openSync, writeSync, mkdtempSync, writeFileSync, appendFileSync, rmSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { HostFs } from '../../../src/sources/hostfs/hostfs.js';
-import { parseKmsgRecord, splitKmsgText, unescapeKmsg } from '../../../src/sources/kmsg/parse.js';
+import { formatKmsgRecord, parseKmsgRecord, splitKmsgText, unescapeKmsg } from '../../../src/sources/kmsg/parse.js';
 import { KmsgReader, readBootId } from '../../../src/sources/kmsg/reader.js';
 import { KernelLog, compileKernelPattern } from '../../../src/sources/kmsg/kernel-log.js';
 import { kmsgFixture } from '../../fixtures/kmsg/oom-reports.js';
@@ -141,4 +141,21 @@ t.test('the boot id as the journal writes it (32 hex digits, no dashes), or null
   t.equal(await readBootId(fs), null, 'anything else is no boot id (it goes into a journal match)');
   writeFileSync(file, '');
   t.equal(await readBootId(fs), null);
+});
+
+t.test('formatKmsgRecord gives back every captured line as the kernel wrote it (escapes, continuation lines)', async (t) => {
+  const dir = path.dirname(kmsgFixture('oom-global.kmsg'));
+  let records = 0;
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.kmsg'))) {
+    const text = readFileSync(path.join(dir, f), 'utf8');
+    const lines = text.split('\n').filter((l) => /^\d+,/.test(l) || l.startsWith(' '));
+    const recs = splitKmsgText(text);
+    records += recs.length;
+    t.same(recs.map(formatKmsgRecord).join('\n').split('\n'), lines, f);
+  }
+  t.ok(records > 500, `${records} records`);
+  const odd = parseKmsgRecord('4,7,8,-;a\\x5cb \\x1b[2J \\xe6\\x97\\xa5\n SUBSYSTEM=net\n DEVICE=n\\x0a2')!;
+  t.equal(odd.text, 'a\\b \x1b[2J 日');
+  t.equal(formatKmsgRecord(odd), '4,7,8,-;a\\x5cb \\x1b[2J \\xe6\\x97\\xa5\n SUBSYSTEM=net\n DEVICE=n\\x0a2');
+  t.equal(parseKmsgRecord('6,1,0,-;plain')!.dict, parseKmsgRecord('6,2,0,-;other')!.dict, 'records without continuation lines share the one empty dictionary');
 });
