@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
-import { splitKmsgText } from '../../src/sources/kmsg/parse.js';
+import { formatKmsgRecord, splitKmsgText } from '../../src/sources/kmsg/parse.js';
 import { scanKernelProblems } from '../../src/sources/kmsg/problems.js';
 import { FINDINGS } from '../../src/triage/findings.js';
 import { ensureImage } from './image.js';
@@ -673,7 +673,7 @@ function writeKmsgCapture(uname: string, records: ReturnType<typeof splitKmsgTex
     `#   table full     nf_conntrack_max=${CONNTRACK_MAX} and more held loopback connections than that (guest/conntrack-fill.ts)`,
   ];
   const file = join(projectRoot, 'test', 'fixtures', 'kmsg', `captured-${release}.kmsg`);
-  writeFileSync(file, header.join('\n') + '\n' + kept.map((r) => r.raw).join('\n') + '\n');
+  writeFileSync(file, header.join('\n') + '\n' + kept.map(formatKmsgRecord).join('\n') + '\n');
   return file;
 }
 
@@ -765,7 +765,7 @@ scenario('filesystem and disk errors: ext4 remounted read-only by its own error 
         '#   taint C        staging-taint: modprobe rts5208 (a staging driver, no hardware), then rmmod',
       ];
       const file = join(projectRoot, 'test', 'fixtures', 'kmsg', `captured-${release}-fs.kmsg`);
-      writeFileSync(file, header.join('\n') + '\n' + kept.map((r) => r.raw).join('\n') + '\n');
+      writeFileSync(file, header.join('\n') + '\n' + kept.map(formatKmsgRecord).join('\n') + '\n');
       log(`wrote ${file}`);
     }
   } finally {
