@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# A real Kubernetes control plane on this machine, from the binaries scripts/kube-build.sh
-# builds (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl).
+# A real single-node Kubernetes on this machine, from the binaries scripts/kube-build.sh
+# builds (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kubectl):
+# the control plane as host processes, the node as the e2e guest under qemu (its containerd,
+# the release's kubelet, a CNI bridge), through test/e2e/cluster/node.ts.
 #
-#   bash scripts/dev-cluster.sh up      # start; returns with the control plane running
-#   bash scripts/dev-cluster.sh check   # namespace + pod round trip, audited, scheduled
+#   bash scripts/dev-cluster.sh up [--suite bookworm|sid] [--no-node]
+#                                       # start; returns with the cluster running, node Ready
+#   bash scripts/dev-cluster.sh check   # namespace + pod round trip, audited; with the node,
+#                                       # a busybox pod Running and its logs
 #   bash scripts/dev-cluster.sh down    # stop every process `up` started, by PID
-#
-# Control plane only: there is no node yet (the guest VM with containerd and kubelet comes
-# later), so a pod stays Pending with the scheduler's "no nodes available".
 #
 # State in $NODETRUTH_DEV_CLUSTER_DIR (default .dev-cluster/, gitignored):
 #   kubeconfig   admin (O=system:masters)     audit.log  the API server's audit log
 #   pki/         CA, serving and client certs, service-account key pair (openssl)
 #   etcd/        etcd's data                   logs/      one log per process
 #   pids/        one PID file per process      timings    seconds from `up` to each step
+#   node/        the guest's run directory (qemu.pid, serial.log, share/kubelet.log)
 # Everything listens on 127.0.0.1 only: etcd on $NODETRUTH_DEV_ETCD_PORT (23790, peer +10),
-# the API server on $NODETRUTH_DEV_API_PORT (16443); controller-manager and scheduler serve
-# no port (--secure-port=0) and show they run by their leader-election leases.
+# the API server on $NODETRUTH_DEV_API_PORT (16443), qemu's forward to the kubelet on
+# $NODETRUTH_DEV_KUBELET_PORT (10250, the same port in the guest); controller-manager and
+# scheduler serve no port (--secure-port=0) and show they run by their leader-election leases.
+# The node is named after the guest's hostname (node1); the API server dials it by that name
+# (its first preferred address type, Hostname), which its own /etc/hosts (a private mount
+# namespace) maps to 127.0.0.1, where qemu forwards to the guest's kubelet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,12 +30,20 @@ DIR=${NODETRUTH_DEV_CLUSTER_DIR:-.dev-cluster}
 ETCD_PORT=${NODETRUTH_DEV_ETCD_PORT:-23790}
 ETCD_PEER_PORT=$((ETCD_PORT + 10))
 API_PORT=${NODETRUTH_DEV_API_PORT:-16443}
+KUBELET_PORT=${NODETRUTH_DEV_KUBELET_PORT:-10250}
+# the guest's hostname (test/e2e/guest/customize.sh): kubelet registers the node under it
+NODE_NAME=node1
+# where the guest reaches the API server: slirp's guestfwd to 127.0.0.1:$API_PORT (vm.ts)
+GUEST_API_ADDR=10.0.2.100
+# the guest's own address on slirp's network
+GUEST_ADDR=10.0.2.15
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 PROCS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+START_WRAP=()
 
 usage() {
-  sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2
   exit 2
 }
 log() { echo "dev-cluster: $*" >&2; }
@@ -64,8 +78,29 @@ stop_one() {
   rm -f "$DIR/pids/$name.pid"
 }
 
+# The node's qemu: by the PID in its pidfile, while that PID is a qemu naming our run dir.
+node_down() {
+  local run=$PWD/$DIR/node pid i
+  [[ -f $run/qemu.pid ]] || return 0
+  pid=$(cat "$run/qemu.pid")
+  if [[ $pid =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "qemu-system.*$run/"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "qemu ($pid) ignored SIGTERM for 10 s; SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    log "stopped the node's qemu ($pid)"
+  fi
+  rm -f "$run/qemu.pid" "$run/overlay.qcow2" "$run/share/kube/kubelet"
+}
+
 down() {
   local i
+  node_down
   for ((i = ${#PROCS[@]} - 1; i >= 0; i--)); do stop_one "${PROCS[i]}"; done
   rm -rf "$DIR/etcd" "$DIR/kubeconfig"
 }
@@ -74,7 +109,8 @@ start() {
   local name=$1
   shift
   # setsid: the process outlives `up` and a Ctrl-C in the caller's terminal.
-  setsid "$BIN/$name" "$@" >"$DIR/logs/$name.log" 2>&1 </dev/null &
+  # START_WRAP execs the binary in the same process (unshare without --fork, sh's exec).
+  setsid "${START_WRAP[@]}" "$BIN/$name" "$@" >"$DIR/logs/$name.log" 2>&1 </dev/null &
   echo $! >"$DIR/pids/$name.pid"
   log "started $name ($!)"
 }
@@ -122,11 +158,16 @@ pki() {
   local client=("keyUsage=critical,digitalSignature" "extendedKeyUsage=clientAuth")
   cert apiserver "/CN=kube-apiserver" "keyUsage=critical,digitalSignature" \
     "extendedKeyUsage=serverAuth" \
-    "subjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+    "subjectAltName=IP:127.0.0.1,IP:$SERVICE_IP,IP:$GUEST_API_ADDR,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   cert admin "/O=system:masters/CN=nodetruth-dev-admin" "${client[@]}"
   cert controller-manager "/CN=system:kube-controller-manager" "${client[@]}"
   cert scheduler "/CN=system:kube-scheduler" "${client[@]}"
   cert apiserver-kubelet-client "/CN=kube-apiserver-kubelet-client" "${client[@]}"
+  # the node's kubelet: its client identity (the Node authorizer's and NodeRestriction's
+  # system:node:<name>) and its serving cert for the API server's calls
+  cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" "${client[@]}"
+  cert kubelet-serving "/CN=$NODE_NAME" "keyUsage=critical,digitalSignature" \
+    "extendedKeyUsage=serverAuth" "subjectAltName=DNS:$NODE_NAME,IP:$GUEST_ADDR,IP:127.0.0.1"
   openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>/dev/null
   openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
 }
@@ -187,7 +228,16 @@ audit_has() {
 K() { "$BIN/kubectl" --kubeconfig="$DIR/kubeconfig" "$@"; }
 
 up() {
-  local t0 p
+  local t0 p suite=bookworm with_node=1
+  while (($#)); do
+    case $1 in
+      --suite) suite=${2:-}; shift 2 || usage ;;
+      --suite=*) suite=${1#--suite=}; shift ;;
+      --no-node) with_node=0; shift ;;
+      *) usage ;;
+    esac
+  done
+  [[ $suite == bookworm || $suite == sid ]] || die "--suite: bookworm or sid"
   t0=$(now)
   BIN=$(bash scripts/kube-build.sh | tail -n 1)
   local t_build
@@ -195,8 +245,8 @@ up() {
   for p in "${PROCS[@]}"; do
     if ours "$p" >/dev/null; then die "$p is already running from $DIR; run down first"; fi
   done
-  for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT"; do
-    port_free "$p" || die "127.0.0.1:$p is in use; set NODETRUTH_DEV_ETCD_PORT / NODETRUTH_DEV_API_PORT"
+  for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT" "$KUBELET_PORT"; do
+    port_free "$p" || die "127.0.0.1:$p is in use; set NODETRUTH_DEV_ETCD_PORT / NODETRUTH_DEV_API_PORT / NODETRUTH_DEV_KUBELET_PORT"
   done
   mkdir -p "$DIR/pids" "$DIR/logs"
   rm -rf "$DIR/etcd"
@@ -226,6 +276,10 @@ up() {
   t_etcd=$(since "$t0")
   alive etcd
 
+  # The API server's own /etc/hosts names the node 127.0.0.1 (see the header).
+  { cat /etc/hosts; echo "127.0.0.1 $NODE_NAME"; } >"$DIR/apiserver-hosts"
+  START_WRAP=(unshare --mount --propagation private
+    sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$DIR/apiserver-hosts")
   start kube-apiserver --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
     --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
     --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
@@ -238,7 +292,8 @@ up() {
     --kubelet-client-certificate="$PKI/apiserver-kubelet-client.crt" \
     --kubelet-client-key="$PKI/apiserver-kubelet-client.key" \
     --audit-policy-file="$DIR/audit-policy.yaml" --audit-log-path="$DIR/audit.log" \
-    --audit-log-format=json
+    --audit-log-format=json --kubelet-preferred-address-types=Hostname,InternalIP
+  START_WRAP=()
   wait_for 180 kube-apiserver K get --raw /readyz
   local t_api
   t_api=$(since "$t0")
@@ -262,7 +317,6 @@ up() {
   alive kube-scheduler
   local t_all
   t_all=$(since "$t0")
-  UP_OK=1
   cat >"$DIR/timings" <<EOF
 build (kube-build.sh) ${t_build} s
 pki and kubeconfigs ${t_pki} s
@@ -271,12 +325,30 @@ kube-apiserver /readyz ${t_api} s after etcd start
 controller-manager and scheduler leases ${t_all} s after etcd start
 EOF
   log "control plane up (etcd to /readyz ${t_api} s, to both leases ${t_all} s)"
+  if ((with_node)); then
+    log "booting the $suite guest and its kubelet (test/e2e/cluster/node.ts; minutes under TCG)"
+    rm -f "$DIR/node-timings"
+    npx tsx test/e2e/cluster/node.ts up --dir="$DIR" --suite="$suite" --bin="$BIN" \
+      --api-port="$API_PORT" --kubelet-port="$KUBELET_PORT" --node="$NODE_NAME" ||
+      die "the node did not become Ready (its logs: $DIR/node/)"
+    sed 's/^/node: /' "$DIR/node-timings" >>"$DIR/timings"
+    K get nodes -o wide >&2
+  fi
+  UP_OK=1
   cat >&2 <<EOF
   export KUBECONFIG=$PWD/$DIR/kubeconfig
   kubectl: $BIN/kubectl   (API server https://127.0.0.1:$API_PORT)
   audit log: $PWD/$DIR/audit.log
-  No node yet: pods stay Pending. Stop with: bash scripts/dev-cluster.sh down
 EOF
+  if ((with_node)); then
+    cat >&2 <<EOF
+  node: $NODE_NAME ($suite guest; kubelet log $PWD/$DIR/node/share/kubelet.log)
+  images in its containerd (never pulled; use imagePullPolicy: Never): localhost/e2e/busybox:1
+  Stop with: bash scripts/dev-cluster.sh down
+EOF
+  else
+    echo "  No node (--no-node): pods stay Pending. Stop with: bash scripts/dev-cluster.sh down" >&2
+  fi
 }
 
 check() {
@@ -291,11 +363,30 @@ check() {
   # The controller-manager's service-account and root-CA publisher controllers.
   wait_for 60 "ServiceAccount default in $ns" K -n "$ns" get serviceaccount default
   wait_for 60 "ConfigMap kube-root-ca.crt in $ns" K -n "$ns" get configmap kube-root-ca.crt
-  K -n "$ns" run "$pod" --image=registry.k8s.io/pause:3.10 --restart=Never >/dev/null
-  # No node: the scheduler must say so on the pod.
-  wait_for 60 "the scheduler's verdict on $ns/$pod" bash -c \
-    "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n '$ns' get pod '$pod' \
-       -o jsonpath='{.status.conditions[?(@.type==\"PodScheduled\")].reason}' | grep -qx Unschedulable"
+  if K get node "$NODE_NAME" >/dev/null 2>&1; then
+    # The node: a pod of an image imported into its containerd runs, and its log comes back
+    # through the API server -> kubelet path.
+    local token phase logs t1
+    token=check-$(openssl rand -hex 4)
+    t1=$(now)
+    K -n "$ns" run "$pod" --image=localhost/e2e/busybox:1 --image-pull-policy=Never \
+      --restart=Never -- sh -c "echo $token from \$(hostname); exec sleep 3600" >/dev/null
+    wait_for 300 "$ns/$pod Running on $NODE_NAME" bash -c \
+      "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n '$ns' get pod '$pod' \
+         -o jsonpath='{.status.phase}' | grep -qx Running" ||
+      { K -n "$ns" describe pod "$pod" >&2; die "the pod did not run"; }
+    log "pod $ns/$pod Running after $(since "$t1") s: $(K -n "$ns" get pod "$pod" -o wide --no-headers)"
+    wait_for 60 "the log of $ns/$pod" bash -c \
+      "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n '$ns' logs '$pod' | grep -q '^$token from $pod\$'"
+    logs=$(K -n "$ns" logs "$pod")
+    log "kubectl logs $pod: $logs"
+  else
+    K -n "$ns" run "$pod" --image=registry.k8s.io/pause:3.10 --restart=Never >/dev/null
+    # No node: the scheduler must say so on the pod.
+    wait_for 60 "the scheduler's verdict on $ns/$pod" bash -c \
+      "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n '$ns' get pod '$pod' \
+         -o jsonpath='{.status.conditions[?(@.type==\"PodScheduled\")].reason}' | grep -qx Unschedulable"
+  fi
   K -n "$ns" delete pod "$pod" --wait=false >/dev/null
   K delete namespace "$ns" --wait=false >/dev/null
   # An event is written at its ResponseComplete stage, after the client saw the answer:
@@ -326,7 +417,7 @@ recorded_bin() {
 }
 
 case ${1:-} in
-  up) up ;;
+  up) shift; up "$@" ;;
   down) recorded_bin && down ;;
   check) recorded_bin && check ;;
   *) usage ;;

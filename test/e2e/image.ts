@@ -14,6 +14,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const GUEST_PACKAGES = [
   'systemd', 'systemd-sysv', 'dbus', 'udev', 'kmod', 'containerd', 'runc', 'busybox-static',
   'iproute2', 'procps', 'linux-image-amd64', 'initramfs-tools', 'util-linux', 'socat',
+  // CNI plugins (bridge, host-local, loopback in /usr/lib/cni) for the dev cluster's kubelet
+  'containernetworking-plugins',
 ];
 
 /** Images imported into containerd's k8s.io namespace at boot (see guest/control.sh). */

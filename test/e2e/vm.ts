@@ -86,15 +86,26 @@ export class NodeVm {
    * deleted after the run anyway.
    */
   overlayCache: string | undefined;
+  /**
+   * Set before boot(), optional: more host loopback ports forwarded to the same port on the
+   * guest's 10.0.2.15 (the dev cluster's kubelet, which the API server dials on the port
+   * the node reports).
+   */
+  hostForwards: number[] = [];
   private pid: number | undefined;
   private seq = 0;
   /** set when a command outlived its timeout: the guest stopped answering, send no more */
   private stuck: string | undefined;
   bootMs = 0;
 
-  constructor(readonly image: GuestImage) {
+  /**
+   * runDir: where the overlay, logs and share live; by default a new directory under the
+   * cache's runs/, whose qemu a later run stops once this process is gone. A VM meant to
+   * outlive this process (the dev cluster's node) passes a directory of its own.
+   */
+  constructor(readonly image: GuestImage, runDir?: string) {
     const stamp = new Date().toISOString().replace(/[:.]/g, '').slice(0, 15);
-    this.runDir = join(cacheRoot(), 'runs', `run-${stamp}-${process.pid}`);
+    this.runDir = runDir ?? join(cacheRoot(), 'runs', `run-${stamp}-${process.pid}`);
     this.shareDir = join(this.runDir, 'share');
     this.serialLog = join(this.runDir, 'serial.log');
     this.agentLog = join(this.shareDir, 'agent.log');
@@ -138,7 +149,7 @@ export class NodeVm {
       '-append', 'console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0 sysrq_always_enabled',
       '-drive', `file=${overlay},if=virtio,format=qcow2${this.overlayCache ? `,cache=${this.overlayCache}` : ''}`,
       ...this.readonlyDrives.flatMap((f) => ['-drive', `file=${f},format=raw,if=virtio,readonly=on`]),
-      '-netdev', `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${this.hostPort}-:${GUEST_RELAY_PORT},hostfwd=tcp:127.0.0.1:${this.nodePort}-:${GUEST_NODE_PORT}${guestfwd}`,
+      '-netdev', `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${this.hostPort}-:${GUEST_RELAY_PORT},hostfwd=tcp:127.0.0.1:${this.nodePort}-:${GUEST_NODE_PORT}${this.hostForwards.map((p) => `,hostfwd=tcp:127.0.0.1:${p}-:${p}`).join('')}${guestfwd}`,
       '-device', 'virtio-net-pci,netdev=net0',
       '-virtfs', `local,path=${projectRoot},mount_tag=project,security_model=none,readonly=on,id=project`,
       '-virtfs', `local,path=${this.shareDir},mount_tag=share,security_model=none,id=share`,

@@ -1,0 +1,260 @@
+// The dev cluster's node: boots the e2e guest (image.ts, vm.ts), runs the release's kubelet
+// in it beside its containerd, and waits until the host's API server reports the node Ready.
+// Leaves qemu running (daemonized, its PID in <run dir>/qemu.pid) for scripts/dev-cluster.sh,
+// which stops it by that PID on `down`.
+//
+//   tsx test/e2e/cluster/node.ts up --dir=.dev-cluster --suite=bookworm --bin=<kube bin dir>
+//       --api-port=16443 --kubelet-port=10250 --node=node1
+//
+// Wiring (restrict=on slirp, nothing else reaches the host):
+//   guest -> API server: the guestfwd 10.0.2.100:443 -> host 127.0.0.1:<api port> (vm.ts);
+//     the API server's serving cert names 10.0.2.100.
+//   API server -> kubelet: the node's Hostname address (its name, the API server's first
+//     preferred address type) resolves to 127.0.0.1 in the API server's own /etc/hosts
+//     (dev-cluster.sh), and qemu forwards 127.0.0.1:<kubelet port> to the guest's same port.
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ensureImage, GUEST_IMAGES, SUITES, type Suite } from '../image.js';
+import { GUEST_API_ADDR, GUEST_API_PORT, NodeVm } from '../vm.js';
+import { GiveUp, log, sleep, tailFile, waitFor } from '../util.js';
+
+/** Where Debian's containernetworking-plugins installs the plugins (dpkg -L). */
+const CNI_BIN_DIR = '/usr/lib/cni';
+/** The pods' network on the node's bridge (no --allocate-node-cidrs: one node). */
+const POD_SUBNET = '10.88.0.0/16';
+const SANDBOX_IMAGE = GUEST_IMAGES.find((i) => i.name.includes('/pause:'))?.name ?? 'localhost/e2e/pause:1';
+
+const { values: opt, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    dir: { type: 'string', default: '.dev-cluster' },
+    suite: { type: 'string', default: 'bookworm' },
+    bin: { type: 'string' },
+    'api-port': { type: 'string', default: '16443' },
+    'kubelet-port': { type: 'string', default: '10250' },
+    node: { type: 'string', default: 'node1' },
+    'ready-timeout': { type: 'string', default: '900' },
+  },
+});
+
+function kubeletConfig(port: number): string {
+  return `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+port: ${port}
+readOnlyPort: 0
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+# containerd 1.x cannot report its cgroup driver; the guests' runc uses systemd's
+cgroupDriver: systemd
+failSwapOn: false
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: /etc/kubernetes/pki/ca.crt
+authorization:
+  mode: Webhook
+tlsCertFile: /etc/kubernetes/pki/kubelet-serving.crt
+tlsPrivateKeyFile: /etc/kubernetes/pki/kubelet-serving.key
+# the images are imported, never pulled: nothing may be collected (containerd 1.6.20
+# cannot pin the sandbox image)
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+# a TCG guest is ~17x slower than the host
+runtimeRequestTimeout: 10m
+# a 3 GB guest disk: the default 10 %/15 % thresholds would taint it for disk pressure
+evictionHard:
+  memory.available: 50Mi
+  nodefs.available: 2%
+  imagefs.available: 2%
+# no DNS reaches the guest (slirp restrict=on)
+resolvConf: ""
+`;
+}
+
+const CNI_CONFLIST = JSON.stringify(
+  {
+    cniVersion: '1.0.0',
+    name: 'nodetruth-dev',
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: 'cni0',
+        isGateway: true,
+        // ipMasq would need iptables in the guest; pods talk to the node only
+        ipMasq: false,
+        hairpinMode: true,
+        ipam: { type: 'host-local', ranges: [[{ subnet: POD_SUBNET }]], routes: [{ dst: '0.0.0.0/0' }] },
+      },
+    ],
+  },
+  null,
+  2,
+);
+
+const KUBELET_UNIT = `[Unit]
+Description=kubelet (the dev cluster's node)
+Wants=containerd.service
+After=containerd.service
+
+[Service]
+ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet-config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --v=1
+Restart=always
+RestartSec=2
+# also on the share: the host reads it without a command round trip
+StandardOutput=append:/share/kubelet.log
+StandardError=append:/share/kubelet.log
+
+[Install]
+WantedBy=multi-user.target
+`;
+
+/** Installs what node.ts put on the share and starts kubelet; runs in the guest as root. */
+const SETUP = `set -eu
+K=/share/kube
+install -d -m 700 /etc/kubernetes/pki
+install -m 644 $K/ca.crt $K/kubelet.crt $K/kubelet-serving.crt /etc/kubernetes/pki/
+install -m 600 $K/kubelet.key $K/kubelet-serving.key /etc/kubernetes/pki/
+install -m 600 $K/kubelet.kubeconfig /etc/kubernetes/kubelet.kubeconfig
+install -m 644 $K/kubelet-config.yaml /etc/kubernetes/kubelet-config.yaml
+install -m 755 $K/kubelet /usr/local/bin/kubelet
+# containerd looks for CNI plugins in /opt/cni/bin (1.6: bin_dir, 2.x: bin_dirs); Debian's
+# package puts them in ${CNI_BIN_DIR}
+test -x ${CNI_BIN_DIR}/bridge || { echo "no ${CNI_BIN_DIR}/bridge: is containernetworking-plugins in the image?"; exit 1; }
+mkdir -p /opt/cni /etc/cni/net.d
+[ -e /opt/cni/bin ] || ln -s ${CNI_BIN_DIR} /opt/cni/bin
+install -m 644 $K/10-nodetruth-dev.conflist /etc/cni/net.d/10-nodetruth-dev.conflist
+install -m 644 $K/kubelet.service /etc/systemd/system/kubelet.service
+swapoff -a || true
+systemctl daemon-reload
+systemctl start kubelet.service
+/usr/local/bin/kubelet --version
+ctr -n k8s.io images ls -q
+`;
+
+function kubeconfig(server: string, caCrt: string, crt: string, key: string, user: string): string {
+  const b64 = (s: string): string => Buffer.from(s).toString('base64');
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: dev
+  cluster:
+    server: ${server}
+    certificate-authority-data: ${b64(caCrt)}
+users:
+- name: ${user}
+  user:
+    client-certificate-data: ${b64(crt)}
+    client-key-data: ${b64(key)}
+contexts:
+- name: dev
+  context: {cluster: dev, user: ${user}}
+current-context: dev
+`;
+}
+
+async function up(): Promise<void> {
+  const suite = opt.suite as Suite;
+  if (!SUITES.includes(suite)) throw new Error(`--suite: one of ${SUITES.join(', ')}`);
+  if (!opt.bin) throw new Error('--bin: the directory of the built Kubernetes binaries');
+  const dir = resolve(opt.dir!);
+  const bin = resolve(opt.bin);
+  const apiPort = Number(opt['api-port']);
+  const kubeletPort = Number(opt['kubelet-port']);
+  const nodeName = opt.node!;
+  const pki = join(dir, 'pki');
+  const kubectl = (...args: string[]): string =>
+    execFileSync(join(bin, 'kubectl'), ['--kubeconfig', join(dir, 'kubeconfig'), ...args], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  const t0 = Date.now();
+  const timings: string[] = [];
+  const mark = (what: string, since: number): void => {
+    timings.push(`${what} ${((Date.now() - since) / 1000).toFixed(1)} s`);
+    log(timings.at(-1)!);
+  };
+
+  const image = await ensureImage(suite);
+  mark(`guest image ${suite} (${image.built ? 'built' : 'cached'})`, t0);
+
+  const runDir = join(dir, 'node');
+  rmSync(runDir, { recursive: true, force: true });
+  const vm = new NodeVm(image, runDir);
+  vm.apiServerPort = apiPort;
+  vm.hostForwards = [kubeletPort];
+  // the overlay is thrown away on down; containerd's fsyncs need not reach the host's disk
+  vm.overlayCache = 'unsafe';
+
+  const share = join(vm.shareDir, 'kube');
+  mkdirSync(share, { recursive: true });
+  const read = (f: string): string => readFileSync(join(pki, f), 'utf8');
+  for (const f of ['ca.crt', 'kubelet.crt', 'kubelet.key', 'kubelet-serving.crt', 'kubelet-serving.key']) copyFileSync(join(pki, f), join(share, f));
+  copyFileSync(join(bin, 'kubelet'), join(share, 'kubelet'));
+  writeFileSync(
+    join(share, 'kubelet.kubeconfig'),
+    kubeconfig(`https://${GUEST_API_ADDR}:${GUEST_API_PORT}`, read('ca.crt'), read('kubelet.crt'), read('kubelet.key'), `system:node:${nodeName}`),
+    { mode: 0o600 },
+  );
+  writeFileSync(join(share, 'kubelet-config.yaml'), kubeletConfig(kubeletPort));
+  writeFileSync(join(share, '10-nodetruth-dev.conflist'), CNI_CONFLIST + '\n');
+  writeFileSync(join(share, 'kubelet.service'), KUBELET_UNIT);
+  writeFileSync(join(dir, 'node.json'), JSON.stringify({ suite, runDir: vm.runDir, pidFile: vm.pidFile, nodeName, kubeletPort }, null, 1) + '\n');
+
+  let ok = false;
+  try {
+    const tBoot = Date.now();
+    await vm.boot();
+    mark('guest boot to containerd up and images imported', tBoot);
+    const hostname = (await vm.sh('hostname')).trim();
+    if (hostname !== nodeName) throw new Error(`the guest's hostname is ${hostname}, not ${nodeName}: kubelet would register another name`);
+    const tKubelet = Date.now();
+    const out = await vm.sh(SETUP, 300);
+    log(`kubelet installed and started:\n${out.trim()}`);
+    mark('kubelet installed and started', tKubelet);
+    // the binary on the share is no longer needed (84 MB)
+    rmSync(join(share, 'kubelet'), { force: true });
+
+    const tReady = Date.now();
+    const timeoutMs = Number(opt['ready-timeout']) * 1000;
+    let registered = false;
+    await waitFor(`node ${nodeName} Ready`, timeoutMs, async () => {
+      vm.assertAlive();
+      let status = '';
+      try {
+        status = kubectl('get', 'node', nodeName, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}').trim();
+      } catch {
+        return undefined; // not registered yet
+      }
+      if (!registered) {
+        registered = true;
+        mark(`node ${nodeName} registered after kubelet start`, tReady);
+      }
+      return status === 'True' ? true : undefined;
+    }, 2000).catch((err: unknown) => {
+      throw new GiveUp(`${err instanceof Error ? err.message : String(err)}\nkubelet log tail (${join(vm.shareDir, 'kubelet.log')}):\n${tailFile(join(vm.shareDir, 'kubelet.log'), 30)}`);
+    });
+    mark(`node ${nodeName} Ready after kubelet start`, tReady);
+    mark('node up in all', t0);
+    writeFileSync(join(dir, 'node-timings'), timings.join('\n') + '\n');
+    ok = true;
+  } finally {
+    if (!ok) {
+      log(`the node did not come up; its run directory is kept: ${vm.runDir}\n${vm.where()}`);
+      await vm.stop();
+    }
+  }
+}
+
+if (positionals[0] !== 'up') {
+  console.error('usage: tsx test/e2e/cluster/node.ts up --dir=DIR --suite=bookworm|sid --bin=DIR [--api-port=N --kubelet-port=N --node=NAME]');
+  process.exit(2);
+}
+up().then(
+  () => process.exit(0),
+  async (err: unknown) => {
+    console.error(err instanceof Error ? err.message : String(err));
+    await sleep(0);
+    process.exit(1);
+  },
+);
