@@ -19,16 +19,23 @@
  * it would let a client that stops reading get the agent restarted by its probe).
  */
 import { Socket } from 'node:net';
+import { getHeapStatistics } from 'node:v8';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import { Problem, tooMany } from '../errors.js';
 import { formatDuration } from '../format.js';
 import { guardCounts } from '../process-guard.js';
 
+/**
+ * Held answers live in the agent's memory (a body as a string is on V8's heap): the
+ * bounds are at most a sixteenth and an eighth of the heap's limit, so the debug pod's
+ * 96 MiB old space holds them beside its readings, and 32 and 64 MiB on a larger heap.
+ */
+const heapLimit = getHeapStatistics().heap_size_limit;
 export const IN_FLIGHT = {
   /** bytes one client address may hold unread before its next request is refused */
-  perClient: 32 * 2 ** 20,
+  perClient: Math.min(32 * 2 ** 20, Math.floor(heapLimit / 16)),
   /** bytes every client together may hold unread before a large answer is refused */
-  total: 64 * 2 ** 20,
+  total: Math.min(64 * 2 ** 20, Math.floor(heapLimit / 8)),
   /** answers shorter than this are never refused for bytes in flight */
   small: 64 * 1024,
 } as const;
