@@ -1,34 +1,23 @@
 /**
  * Bytes in flight are bounded per client: the agent as a real process on a FAKE node whose
- * kernel log is 10 MB, so GET /v1/kernel answers ~13 MB. One client address opens readers
+ * kernel log is 10 MB, so GET /v1/kernel for the whole ring answers ~23 MB. One client address opens readers
  * that never read (paused sockets): each holds what the kernel's buffers cannot take. Once
  * that address holds more than IN_FLIGHT.perClient, its next request is refused 429
  * problem+json with Retry-After instead of one more answer held for it; /healthz still
  * answers it, and another address is not refused for it. When the stalled readers go away, the
  * address is served again.
  */
-import { randomBytes } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import { IN_FLIGHT } from '../../src/server/connections.js';
-import { makeFakeScaleHost } from '../fixtures/fake-node.js';
+import { KERNEL_LIMITS } from '../../src/sources/kmsg/kernel-log.js';
+import { appendLargeKmsg, makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { startAgentProcess, startFakeCriProcess } from '../helpers/agent-process.js';
 
 t.setTimeout(600_000);
 const host = await makeFakeScaleHost({ pods: 2, perPod: 1 });
-{
-  const lines: string[] = [];
-  let seq = 10_000;
-  let bytes = 0;
-  while (bytes < 10e6) {
-    const l = `6,${seq},${seq * 1000},-;eth0: rx error frame ${randomBytes(32).toString('hex')} seq ${seq++}`;
-    bytes += l.length + 1;
-    lines.push(l);
-  }
-  appendFileSync(host.kmsg, `${lines.join('\n')}\n`);
-}
+appendLargeKmsg(host);
 const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; agent?: Awaited<ReturnType<typeof startAgentProcess>> } = {};
 t.teardown(async () => {
   await started.agent?.stop();
@@ -65,12 +54,15 @@ function stalled(localAddress: string): Promise<{ s: Socket; head: string }> {
       resolve({ s, head: d.subarray(0, 12).toString('latin1') });
     });
     s.once('close', () => reject(new Error('closed before an answer')));
-    s.write('GET /v1/kernel HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+    s.write(`GET ${KERNEL} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
   });
 }
 
+/** the whole ring: the largest answer the route gives (16 MiB of record text) */
+const KERNEL = `/v1/kernel?limitBytes=${KERNEL_LIMITS.maxLimitBytes}`;
+
 t.test('a client that holds too many unread bytes is refused 429 until it reads', async (t) => {
-  const one = await get('/v1/kernel', '127.0.0.40');
+  const one = await get(KERNEL, '127.0.0.40');
   t.equal(one.status, 200);
   const size = Buffer.byteLength(one.body);
   t.ok(size > 8 * 2 ** 20, `/v1/kernel answers ${size} bytes`);
@@ -83,21 +75,21 @@ t.test('a client that holds too many unread bytes is refused 429 until it reads'
     const r = await stalled('127.0.0.41');
     readers.push(r.s);
     if (!r.head.startsWith('HTTP/1.1 200')) {
-      refused = await get('/v1/kernel', '127.0.0.41');
+      refused = await get(KERNEL, '127.0.0.41');
       break;
     }
   }
-  refused ??= await get('/v1/kernel', '127.0.0.41');
+  refused ??= await get(KERNEL, '127.0.0.41');
   t.equal(refused.status, 429, `after ${readers.length} stalled readers, the address is refused`);
   t.match(refused.headers['retry-after'], /^\d+$/, 'with Retry-After');
   t.match(JSON.parse(refused.body), { status: 429, detail: /not read/ });
   t.equal((await get('/healthz', '127.0.0.41')).status, 200, '/healthz still answers that address');
   // another address is not held to this one's bound (the total bound may still answer it 503)
-  t.not((await get('/v1/kernel', '127.0.0.42')).status, 429, 'another address is not refused for this one');
+  t.not((await get(KERNEL, '127.0.0.42')).status, 429, 'another address is not refused for this one');
   for (const s of readers.splice(0)) s.destroy();
   let back = 0;
   for (let i = 0; i < 100 && back !== 200; i++) {
-    back = (await get('/v1/kernel', '127.0.0.41')).status;
+    back = (await get(KERNEL, '127.0.0.41')).status;
     if (back !== 200) await new Promise((r) => setTimeout(r, 100));
   }
   t.equal(back, 200, 'once its readers are gone, the address is served again');
