@@ -78,12 +78,21 @@ stop_one() {
   rm -f "$DIR/pids/$name.pid"
 }
 
-# The node's qemu: by the PID in its pidfile, while that PID is a qemu naming our run dir.
-node_down() {
-  local run=$PWD/$DIR/node pid i
-  [[ -f $run/qemu.pid ]] || return 0
+# The node's qemu: the PID in its pidfile, while that PID is a qemu naming our run dir.
+node_pid() {
+  local run pid
+  run=$(realpath -ms "$DIR/node")
+  [[ -f $run/qemu.pid ]] || return 1
   pid=$(cat "$run/qemu.pid")
-  if [[ $pid =~ ^[0-9]+$ ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "qemu-system.*$run/"; then
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "qemu-system.*$run/" || return 1
+  echo "$pid"
+}
+
+node_down() {
+  local run pid i
+  run=$(realpath -ms "$DIR/node")
+  if pid=$(node_pid); then
     kill -TERM "$pid" 2>/dev/null || true
     for ((i = 0; i < 100; i++)); do
       kill -0 "$pid" 2>/dev/null || break
@@ -245,6 +254,7 @@ up() {
   for p in "${PROCS[@]}"; do
     if ours "$p" >/dev/null; then die "$p is already running from $DIR; run down first"; fi
   done
+  if node_pid >/dev/null; then die "the node's qemu is already running from $DIR; run down first"; fi
   for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT" "$KUBELET_PORT"; do
     port_free "$p" || die "127.0.0.1:$p is in use; set NODETRUTH_DEV_ETCD_PORT / NODETRUTH_DEV_API_PORT / NODETRUTH_DEV_KUBELET_PORT"
   done
