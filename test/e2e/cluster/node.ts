@@ -16,15 +16,14 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureImage, GUEST_IMAGES, SUITES, type Suite } from '../image.js';
+import { ensureImage, SUITES, type Suite } from '../image.js';
 import { GUEST_API_ADDR, GUEST_API_PORT, NodeVm } from '../vm.js';
-import { GiveUp, log, sleep, tailFile, waitFor } from '../util.js';
+import { GiveUp, log, tailFile, waitFor } from '../util.js';
 
 /** Where Debian's containernetworking-plugins installs the plugins (dpkg -L). */
 const CNI_BIN_DIR = '/usr/lib/cni';
 /** The pods' network on the node's bridge (no --allocate-node-cidrs: one node). */
 const POD_SUBNET = '10.88.0.0/16';
-const SANDBOX_IMAGE = GUEST_IMAGES.find((i) => i.name.includes('/pause:'))?.name ?? 'localhost/e2e/pause:1';
 
 const { values: opt, positionals } = parseArgs({
   allowPositionals: true,
@@ -252,9 +251,8 @@ if (positionals[0] !== 'up') {
 }
 up().then(
   () => process.exit(0),
-  async (err: unknown) => {
+  (err: unknown) => {
     console.error(err instanceof Error ? err.message : String(err));
-    await sleep(0);
     process.exit(1);
   },
 );
