@@ -15,7 +15,7 @@ import t from 'tap';
 import { parse as parseYaml } from 'yaml';
 import { KERNEL_LIMITS } from '../../src/sources/kmsg/kernel-log.js';
 import { appendLargeKmsg, makeFakeScaleHost } from '../fixtures/fake-node.js';
-import { REPO, startAgentProcess, startFakeCriProcess } from '../helpers/agent-process.js';
+import { REPO, serveFakeNode } from '../helpers/agent-process.js';
 
 t.setTimeout(300_000);
 
@@ -24,21 +24,11 @@ const env = Object.fromEntries((profile.env ?? []).filter((e) => e.name === 'NOD
 
 const host = await makeFakeScaleHost({ pods: 4, perPod: 2 });
 appendLargeKmsg(host);
-const cri = await startFakeCriProcess(host.options);
 // The product as shipped: dist/ (built by npm ci's prepare; tsx's transpiler would spend the
 // same heap), with exactly the profile's NODE_OPTIONS (not tap's coverage hooks, which keep
 // the source map of every module loaded: ~30 MiB of this heap).
 const { NODE_OPTIONS: nodeOptions, ...otherEnv } = env;
-const agent = await startAgentProcess(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz'], {
-  env: otherEnv,
-  nodeOptions: nodeOptions ?? '',
-  dist: true,
-});
-t.teardown(async () => {
-  await agent.stop();
-  await cri.stop();
-  host.cleanup();
-});
+const { agent } = await serveFakeNode(t, host, ['--kubelet-healthz', 'http://127.0.0.1:1/healthz'], { env: otherEnv, nodeOptions: nodeOptions ?? '', dist: true });
 const alive = () => agent.child.exitCode === null && agent.child.signalCode === null;
 
 t.test('the profile gives the agent a bounded heap (what this test is about)', async (t) => {

@@ -18,7 +18,7 @@ import { connect } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { appendLargeKmsg, makeFakeScaleHost } from '../fixtures/fake-node.js';
-import { startAgentProcess, startFakeCriProcess } from '../helpers/agent-process.js';
+import { serveFakeNode } from '../helpers/agent-process.js';
 
 t.setTimeout(600_000);
 /** hang guard for anything awaited below */
@@ -28,16 +28,9 @@ const host = await makeFakeScaleHost({ pods: 4, perPod: 2 });
 // 10 MB of kernel records, half of each random hex: gzip cannot shrink the bundle below the
 // kernel's socket buffers, so a client that stops reading really holds the capture
 appendLargeKmsg(host);
-const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; agent?: Awaited<ReturnType<typeof startAgentProcess>> } = {};
-t.teardown(async () => {
-  await started.agent?.stop();
-  await started.cri?.stop();
-  host.cleanup();
-});
-const cri = (started.cri = await startFakeCriProcess(host.options));
-const agent = (started.agent = await startAgentProcess(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz'], {
+const { agent } = await serveFakeNode(t, host, ['--kubelet-healthz', 'http://127.0.0.1:1/healthz'], {
   env: { NODETRUTH_DRAIN_TIMEOUT: '2s' },
-}));
+});
 
 const alive = () => agent.child.exitCode === null && agent.child.signalCode === null;
 /** log lines of errors that escaped their handlers (the guard's), or a crash's stack on stderr */

@@ -13,7 +13,7 @@ import { request as httpRequest } from 'node:http';
 import t from 'tap';
 import { mapLimit } from '../../src/util/concurrency.js';
 import { makeFakeScaleHost } from '../fixtures/fake-node.js';
-import { childrenOf, openFds, startAgentProcess, startFakeCriProcess } from '../helpers/agent-process.js';
+import { childrenOf, openFds, serveFakeNode } from '../helpers/agent-process.js';
 
 const TOTAL = Number(process.env.NODETRUTH_STREAMS ?? 1000);
 const CONCURRENCY = 8;
@@ -23,14 +23,7 @@ const MAX_FOLLOWS = 6;
 const ANSWER_MS = 60_000;
 
 const host = await makeFakeScaleHost({ pods: 10, perPod: 2, journal: true, logLines: 20 });
-const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; agent?: Awaited<ReturnType<typeof startAgentProcess>> } = {};
-t.teardown(async () => {
-  await started.agent?.stop();
-  await started.cri?.stop();
-  host.cleanup();
-});
-const cri = (started.cri = await startFakeCriProcess(host.options));
-const agent = (started.agent = await startAgentProcess(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--max-follows', String(MAX_FOLLOWS), '--max-follows-per-client', String(PER_CLIENT), '--follow-max', '1h']));
+const { agent } = await serveFakeNode(t, host, ['--max-follows', String(MAX_FOLLOWS), '--max-follows-per-client', String(PER_CLIENT), '--follow-max', '1h']);
 
 const doc = (await (await fetch(`${agent.url}/openapi.json`)).json()) as { paths: Record<string, { get?: { parameters?: { name: string }[] } }> };
 const running = host.node.containers.find((c) => c.state === 'CONTAINER_RUNNING')!;

@@ -10,7 +10,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { FakeScaleOptions } from '../fixtures/fake-node.js';
+import type { FakeScaleHost, FakeScaleOptions } from '../fixtures/fake-node.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -174,4 +174,26 @@ export function rssBytes(pid: number): number {
 export function hwmBytes(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) * 1024 : NaN;
+}
+
+/**
+ * A fake node served for real: its FAKE CRI and `nodetruth serve` over it (host root, CRI
+ * endpoint and kernel log given, then `flags`), each a process; at the end of `t` both are
+ * stopped and the host removed, whatever failed on the way.
+ */
+export async function serveFakeNode(
+  t: { teardown(fn: () => unknown): void },
+  host: FakeScaleHost,
+  flags: string[],
+  o: Parameters<typeof startAgentProcess>[1] = {},
+): Promise<{ cri: Proc & { endpoint: string }; agent: Proc & { url: string } }> {
+  const started: { cri?: Proc & { endpoint: string }; agent?: Proc & { url: string } } = {};
+  t.teardown(async () => {
+    await started.agent?.stop();
+    await started.cri?.stop();
+    host.cleanup();
+  });
+  const cri = (started.cri = await startFakeCriProcess(host.options));
+  const agent = (started.agent = await startAgentProcess(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, ...flags], o));
+  return { cri, agent };
 }

@@ -13,22 +13,15 @@ import t from 'tap';
 import { IN_FLIGHT } from '../../src/server/connections.js';
 import { KERNEL_LIMITS } from '../../src/sources/kmsg/kernel-log.js';
 import { appendLargeKmsg, makeFakeScaleHost } from '../fixtures/fake-node.js';
-import { startAgentProcess, startFakeCriProcess } from '../helpers/agent-process.js';
+import { serveFakeNode } from '../helpers/agent-process.js';
 
 t.setTimeout(600_000);
 const host = await makeFakeScaleHost({ pods: 2, perPod: 1 });
 appendLargeKmsg(host);
-const started: { cri?: Awaited<ReturnType<typeof startFakeCriProcess>>; agent?: Awaited<ReturnType<typeof startAgentProcess>> } = {};
-t.teardown(async () => {
-  await started.agent?.stop();
-  await started.cri?.stop();
-  host.cleanup();
-});
-const cri = (started.cri = await startFakeCriProcess(host.options));
 // a drain timeout far above the test's own span: only the in-flight bound acts here
-const agent = (started.agent = await startAgentProcess(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz'], {
+const { agent } = await serveFakeNode(t, host, ['--kubelet-healthz', 'http://127.0.0.1:1/healthz'], {
   env: { NODETRUTH_DRAIN_TIMEOUT: '10m' },
-}));
+});
 const port = Number(new URL(agent.url).port);
 
 function get(path: string, localAddress: string): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
