@@ -3,12 +3,13 @@
  * without limit.
  *
  * Heavy routes are the answers whose cost grows with the node (every container, every
- * cgroup, every series) or with what tenants wrote (the journal's and the kernel log's
- * records: a /v1/kernel answer of a full ring buffer is tens of MB once rendered).
+ * cgroup, every series) or with what tenants wrote (the kernel log's records: a /v1/kernel
+ * answer of a large ring is MBs once rendered). The journal's queries have their own bound
+ * (at most JOURNAL_LIMITS.maxChildren journalctl children, 429 beyond, and bytes per answer).
  * Measured on the FAKE 1,000-container node, one of them holds tens of MiB while it is
  * built (bench/RESULTS.md), so fifty at once take the agent to 700 MiB, and four kernel
  * answers built at once keep /healthz waiting for most of a second. Light routes (health,
- * one container, the node's own files) and follow streams never wait here.
+ * one container, the node's own files, the journal) and follow streams never wait here.
  *
  * A slot is a distinct request (path and query): on the joinable routes, requests identical
  * to one in flight join it at once, since they share that work (SingleFlight) and its
@@ -44,8 +45,8 @@ export const LOAD_SHED_DEFAULTS: LoadShedOptions = {
   running: 2,
   queued: 128,
   maxWaitMs: 5_000,
-  routes: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift', '/v1/kernel', '/v1/logs']),
-  // the log routes read and render for each request: identical ones are distinct work
+  routes: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift', '/v1/kernel']),
+  // the kernel log is read and rendered for each request: identical ones are distinct work
   joinable: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift']),
 };
 
