@@ -2,7 +2,7 @@
  * Every finding triage can report, as data: its id, the rule that emits it, the
  * severities it comes in, a title, what it means and what to do. The rules write
  * each finding's own title, detail and hint from the evidence; this catalogue is
- * the stable list a user (README's triage section) and the tests go by: a rule
+ * the stable list a user (docs/triage.md, generated from it) and the tests go by: a rule
  * emits only ids catalogued under its name, with a catalogued severity.
  * Numbers come from thresholds.ts, so the text and the rules cannot disagree.
  */

@@ -301,7 +301,7 @@ export function installAuth(app: FastifyInstance, deps: AppDeps, decider = new A
     const token = bearerToken(req);
     if (!token) {
       reply.header('www-authenticate', 'Bearer realm="nodetruth"');
-      throw unauthorized('a bearer token is required (Authorization: Bearer <token>); see --auth kubernetes in the README');
+      throw unauthorized('a bearer token is required (Authorization: Bearer <token>); see --auth kubernetes in docs/security.md');
     }
     const d = await decider.decide(token, decider.checkFor(route), req.ip);
     if (d.ok) {

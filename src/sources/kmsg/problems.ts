@@ -66,7 +66,7 @@ export interface KernelProblemKind {
   id: string;
   severity: Severity;
   title: string;
-  /** what it means (README's triage table) */
+  /** what it means (docs/triage.md's table) */
   means: string;
   /** the next step */
   hint: string;
