@@ -127,7 +127,31 @@ export class NodeVm {
     ].join('\n');
   }
 
+  /**
+   * Boots the guest and waits until it is ready. A kernel that panics during boot under TCG
+   * (seen on sid's 7.2 kernel, about one boot in three on a loaded machine: `RIP:
+   * sched_clock_tick`, "Fatal exception in interrupt", within seconds) is booted once more
+   * on a fresh overlay; any other failure, or a second panic, is the run's.
+   */
   async boot(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.bootOnce();
+        return;
+      } catch (err) {
+        const panicked = existsSync(this.serialLog) && /Kernel panic/.test(readFileSync(this.serialLog, 'latin1'));
+        const gone = this.pid === undefined || !pidIsOurQemu(this.pid, this.runDir);
+        if (attempt >= 2 || !panicked || !gone) throw err;
+        log(`the guest's kernel panicked while booting; booting it once more (its serial log kept as serial.log.panic-${attempt})`);
+        renameSync(this.serialLog, `${this.serialLog}.panic-${attempt}`);
+        rmSync(join(this.runDir, 'overlay.qcow2'), { force: true });
+        rmSync(join(this.shareDir, 'stage'), { force: true });
+        this.pid = undefined;
+      }
+    }
+  }
+
+  private async bootOnce(): Promise<void> {
     checkQemu();
     pruneRuns();
     mkdirSync(join(this.shareDir, 'cmd'), { recursive: true });
