@@ -8,6 +8,9 @@
 #                                       # start; returns with the cluster running, node Ready
 #   bash scripts/dev-cluster.sh check   # namespace + pod round trip, audited; with the node,
 #                                       # a busybox pod Running and its logs
+#   bash scripts/dev-cluster.sh attach-check
+#                                       # the launcher (dist/cli.js attach) against node1:
+#                                       # answers, the audit trail, the pod deleted
 #   bash scripts/dev-cluster.sh down    # stop every process `up` started, by PID
 #
 # State in $NODETRUTH_DEV_CLUSTER_DIR (default .dev-cluster/, gitignored):
@@ -104,7 +107,7 @@ node_down() {
     fi
     log "stopped the node's qemu ($pid)"
   fi
-  rm -f "$run/qemu.pid" "$run/overlay.qcow2" "$run/share/kube/kubelet"
+  rm -f "$run/qemu.pid" "$run/overlay.qcow2" "$run/share/kube/kubelet" "$run/agent-image.ext4"
 }
 
 down() {
@@ -353,7 +356,8 @@ EOF
   if ((with_node)); then
     cat >&2 <<EOF
   node: $NODE_NAME ($suite guest; kubelet log $PWD/$DIR/node/share/kubelet.log)
-  images in its containerd (never pulled; use imagePullPolicy: Never): localhost/e2e/busybox:1
+  images in its containerd (never pulled; use imagePullPolicy: Never or IfNotPresent):
+    localhost/e2e/busybox:1, ghcr.io/nodetruth/nodetruth:0.1.0 (the agent, built from the working tree)
   Stop with: bash scripts/dev-cluster.sh down
 EOF
   else
@@ -420,6 +424,92 @@ check() {
   log "check passed in $(since "$t0") s: namespace $ns, service account, root CA, scheduler verdict, audit events"
 }
 
+# The real launcher against the real cluster, as a user runs it: `nodetruth attach node1
+# --get ...` with this release's kubectl first on PATH and the admin kubeconfig, in the
+# namespace deploy/attach-rbac.yaml makes (Pod Security privileged). Asserts the answers
+# (exit 0: every --get was 2xx) name the kernel the node's kubelet reports (/v1/node) and
+# the node (the triage text), the audit log
+# holds the caller's create of the debug pod (RequestResponse) and its pods/portforward
+# (Metadata), and the pod is gone afterwards. Keeps in $DIR: attach.out / attach.err (the
+# launcher's), attach-pod-created.json and attach-pod-deleted.json (the pod as the API
+# server answered the create and the delete: spec after defaulting, then its status).
+attach_check() {
+  local ns=nodetruth-attach t0 rc pod kernel i node_bin=node_modules/.bin/node
+  for p in "${PROCS[@]}"; do alive "$p"; done
+  node_pid >/dev/null || die "no node: run up without --no-node"
+  [[ $(K get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
+    die "node $NODE_NAME is not Ready"
+  t0=$(now)
+  # dist/ from the working tree: rebuilt when any source is newer than dist/cli.js
+  if [[ ! -f dist/cli.js ]] || [[ -n $(find src deploy -newer dist/cli.js -print -quit) ]]; then
+    log "building dist/ (npm run build)"
+    npm run --silent build >&2
+  fi
+  # A first apply can race the namespace's own ServiceAccount controller: it reads no
+  # `default` ServiceAccount, the controller creates one, the create then fails
+  # AlreadyExists. The next apply patches it.
+  for ((i = 1; ; i++)); do
+    K apply -f deploy/attach-rbac.yaml >/dev/null && break
+    ((i < 3)) || die "kubectl apply -f deploy/attach-rbac.yaml failed $i times"
+    log "kubectl apply -f deploy/attach-rbac.yaml failed; once more"
+    sleep 1
+  done
+  [[ $(K -n nodetruth-attach get serviceaccount default -o jsonpath='{.automountServiceAccountToken}') == false ]] ||
+    die "the default ServiceAccount of nodetruth-attach mounts its token"
+  [[ $(K get namespace "$ns" -o jsonpath='{.metadata.labels.pod-security\.kubernetes\.io/enforce}') == privileged ]] ||
+    die "namespace $ns is not Pod Security privileged"
+  kernel=$(K get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.kernelVersion}')
+  [[ -n $kernel ]] || die "node $NODE_NAME reports no kernel version"
+  log "attach $NODE_NAME -n $ns (kubectl $("$BIN/kubectl" version --client -o json | jq -r .clientVersion.gitVersion)); the agent starts under TCG: minutes"
+  set +e
+  PATH="$BIN:$PATH" KUBECONFIG="$PWD/$DIR/kubeconfig" timeout 900 "$node_bin" dist/cli.js attach "$NODE_NAME" \
+    -n "$ns" --timeout=10m --get /v1/node --get '/v1/triage?format=text' \
+    >"$DIR/attach.out" 2>"$DIR/attach.err"
+  rc=$?
+  set -e
+  sed 's/^/attach: /' "$DIR/attach.err" >&2
+  pod=$(sed -n 's/^.*pod \(node-debugger-[a-z0-9.-]*\) created.*$/\1/p' "$DIR/attach.err" | head -n 1)
+  [[ $rc == 0 ]] || die "attach exited $rc (an answer not 2xx, or a step failed); see $DIR/attach.err and $DIR/attach.out"
+  [[ -n $pod ]] || die "attach named no pod in $DIR/attach.err"
+  log "attach exited 0 after $(since "$t0") s; pod $pod"
+  # /v1/node's kernelRelease and the triage text both name the kernel the kubelet reports
+  head -n 1 "$DIR/attach.out" | jq -e --arg k "$kernel" '.kernelRelease == $k' >/dev/null ||
+    die "/v1/node (first line of $DIR/attach.out) does not say kernelRelease $kernel"
+  # the triage text names the node (its first line), not the kernel
+  grep -qF "nodetruth triage of $NODE_NAME at " "$DIR/attach.out" || die "the triage text does not name $NODE_NAME"
+  log "/v1/node names $NODE_NAME's kernel $kernel; /v1/triage?format=text names $NODE_NAME"
+  # The audit trail: events are written after the answer; poll briefly.
+  local create pf del
+  for ((i = 0; i < 40; i++)); do
+    create=$(jq -c --arg ns "$ns" --arg pod "$pod" 'select(.verb == "create" and .objectRef.resource == "pods"
+        and (.objectRef.subresource // "") == "" and .objectRef.namespace == $ns
+        and .responseObject.metadata.name == $pod)' "$DIR/audit.log" | head -n 1)
+    pf=$(jq -c --arg ns "$ns" --arg pod "$pod" 'select(.objectRef.resource == "pods"
+        and .objectRef.subresource == "portforward" and .objectRef.namespace == $ns
+        and .objectRef.name == $pod)' "$DIR/audit.log" | head -n 1)
+    del=$(jq -c --arg ns "$ns" --arg pod "$pod" 'select(.verb == "delete" and .objectRef.resource == "pods"
+        and (.objectRef.subresource // "") == "" and .objectRef.namespace == $ns
+        and .objectRef.name == $pod)' "$DIR/audit.log" | head -n 1)
+    [[ -n $create && -n $pf && -n $del ]] && break
+    sleep 0.5
+  done
+  [[ -n $create ]] || die "no audit event of the create of pod $ns/$pod"
+  jq -e '.level == "RequestResponse" and .user.username == "nodetruth-dev-admin" and .responseStatus.code == 201
+      and (.requestObject.spec.nodeName != null)' <<<"$create" >/dev/null ||
+    die "the create of $pod is not the caller's RequestResponse event: $(jq -c '{level, user, responseStatus}' <<<"$create")"
+  [[ -n $pf ]] || die "no pods/portforward audit event for $ns/$pod"
+  jq -e '.level == "Metadata" and .user.username == "nodetruth-dev-admin"' <<<"$pf" >/dev/null ||
+    die "the port-forward of $pod is not the caller's Metadata event: $(jq -c '{level, user, verb}' <<<"$pf")"
+  [[ -n $del ]] || die "no audit event of the delete of pod $ns/$pod"
+  jq '.responseObject' <<<"$create" >"$DIR/attach-pod-created.json"
+  jq '.responseObject' <<<"$del" >"$DIR/attach-pod-deleted.json"
+  log "audit: create (RequestResponse, $(jq -r .user.username <<<"$create")), pods/portforward (Metadata, verb $(jq -r .verb <<<"$pf")), delete of $pod"
+  # The launcher deletes with --wait=false: the kubelet stops the agent (its grace period).
+  wait_for 180 "pod $ns/$pod gone" bash -c \
+    "! '$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n '$ns' get pod '$pod' 2>/dev/null | grep -q ."
+  log "attach-check passed in $(since "$t0") s: pod $pod created, port-forwarded, answered, audited, gone"
+}
+
 # down and check use the binaries `up` ran, never a new build.
 recorded_bin() {
   [[ -f $DIR/bin ]] || die "no $DIR/bin: nothing was started from $DIR"
@@ -430,5 +520,6 @@ case ${1:-} in
   up) shift; up "$@" ;;
   down) recorded_bin && down ;;
   check) recorded_bin && check ;;
+  attach-check) recorded_bin && attach_check ;;
   *) usage ;;
 esac

@@ -16,7 +16,10 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { agentImageArchive } from '../agent-image.js';
 import { ensureImage, SUITES, type Suite } from '../image.js';
+import { AGENT_IMAGE } from '../kube-pods.js';
+import { agentImageDisk } from '../oci-uncompress.js';
 import { GUEST_API_ADDR, GUEST_API_PORT, NodeVm } from '../vm.js';
 import { GiveUp, log, tailFile, waitFor } from '../util.js';
 
@@ -174,8 +177,15 @@ async function up(): Promise<void> {
     log(timings.at(-1)!);
   };
 
+  // The agent's image from the working tree (scripts/build-image.sh, cached by its inputs),
+  // built beside the guest image.
+  const archive = agentImageArchive();
+  archive.catch(() => undefined);
   const image = await ensureImage(suite);
   mark(`guest image ${suite} (${image.built ? 'built' : 'cached'})`, t0);
+  const { archive: agentArchive, ms: agentMs } = await archive;
+  timings.push(`agent image ${AGENT_IMAGE} (scripts/build-image.sh) ${(agentMs / 1000).toFixed(1)} s`);
+  log(timings.at(-1)!);
 
   const runDir = join(dir, 'node');
   rmSync(runDir, { recursive: true, force: true });
@@ -198,13 +208,23 @@ async function up(): Promise<void> {
   writeFileSync(join(share, 'kubelet-config.yaml'), kubeletConfig(kubeletPort));
   writeFileSync(join(share, '10-nodetruth-dev.conflist'), CNI_CONFLIST + '\n');
   writeFileSync(join(share, 'kubelet.service'), KUBELET_UNIT);
+  // The agent's image into containerd's k8s.io namespace the way the e2e harness does it:
+  // a read-only disk (/dev/vdb) whose blobs guest/control.sh links into the content store
+  // before the `ready` stage. The links point into the mounted disk, so it stays attached
+  // while qemu runs; dev-cluster.sh removes it on down.
+  const tDisk = Date.now();
+  const agentDisk = join(runDir, 'agent-image.ext4');
+  agentImageDisk(agentArchive, agentDisk, AGENT_IMAGE);
+  vm.readonlyDrives = [agentDisk];
+  writeFileSync(join(vm.shareDir, 'agent-image.txt'), `disk /dev/vdb ${AGENT_IMAGE}\n`);
+  mark('agent image laid out as a disk for the guest', tDisk);
   writeFileSync(join(dir, 'node.json'), JSON.stringify({ suite, runDir: vm.runDir, pidFile: vm.pidFile, nodeName, kubeletPort }, null, 1) + '\n');
 
   let ok = false;
   try {
     const tBoot = Date.now();
     await vm.boot();
-    mark('guest boot to containerd up and images imported', tBoot);
+    mark('guest boot to containerd up and images imported (the agent image included)', tBoot);
     const hostname = (await vm.sh('hostname')).trim();
     if (hostname !== nodeName) throw new Error(`the guest's hostname is ${hostname}, not ${nodeName}: kubelet would register another name`);
     const tKubelet = Date.now();
