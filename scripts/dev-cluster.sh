@@ -8,8 +8,9 @@
 #                                       # start; returns with the cluster running, node Ready
 #   bash scripts/dev-cluster.sh check   # namespace + pod round trip, audited; with the node,
 #                                       # a busybox pod Running and its logs
-#   bash scripts/dev-cluster.sh attach-check
-#                                       # the launcher (dist/cli.js attach) against node1:
+#   bash scripts/dev-cluster.sh attach-check [--kubectl FILE]
+#                                       # the launcher (dist/cli.js attach) against node1,
+#                                       # with the release's kubectl or FILE's first on PATH:
 #                                       # answers, the audit trail, the pod deleted
 #   bash scripts/dev-cluster.sh down    # stop every process `up` started, by PID
 #
@@ -425,7 +426,8 @@ check() {
 }
 
 # The real launcher against the real cluster, as a user runs it: `nodetruth attach node1
-# --get ...` with this release's kubectl first on PATH and the admin kubeconfig, in the
+# --get ...` with this release's kubectl (or --kubectl FILE, e.g. the machine's own 1.32)
+# first on PATH and the admin kubeconfig, in the
 # namespace deploy/attach-rbac.yaml makes (Pod Security privileged). Asserts the answers
 # (exit 0: every --get was 2xx) name the kernel the node's kubelet reports (/v1/node) and
 # the node (the triage text), the audit log
@@ -434,7 +436,16 @@ check() {
 # launcher's), attach-pod-created.json and attach-pod-deleted.json (the pod as the API
 # server answered the create and the delete: spec after defaulting, then its status).
 attach_check() {
-  local ns=nodetruth-attach t0 rc pod kernel i node_bin=node_modules/.bin/node
+  local ns=nodetruth-attach t0 rc pod kernel i node_bin=node_modules/.bin/node kubectl=$BIN/kubectl
+  while (($#)); do
+    case $1 in
+      --kubectl) kubectl=${2:-}; shift 2 || usage ;;
+      --kubectl=*) kubectl=${1#--kubectl=}; shift ;;
+      *) usage ;;
+    esac
+  done
+  [[ -x $kubectl && $(basename "$kubectl") == kubectl ]] || die "--kubectl: an executable named kubectl"
+  kubectl=$(realpath "$kubectl")
   for p in "${PROCS[@]}"; do alive "$p"; done
   node_pid >/dev/null || die "no node: run up without --no-node"
   [[ $(K get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
@@ -460,9 +471,11 @@ attach_check() {
     die "namespace $ns is not Pod Security privileged"
   kernel=$(K get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.kernelVersion}')
   [[ -n $kernel ]] || die "node $NODE_NAME reports no kernel version"
-  log "attach $NODE_NAME -n $ns (kubectl $("$BIN/kubectl" version --client -o json | jq -r .clientVersion.gitVersion)); the agent starts under TCG: minutes"
+  local kver
+  kver=$("$kubectl" version --client -o json | jq -r .clientVersion.gitVersion)
+  log "attach $NODE_NAME -n $ns ($kubectl $kver); the agent starts under TCG: minutes"
   set +e
-  PATH="$BIN:$PATH" KUBECONFIG="$PWD/$DIR/kubeconfig" timeout 900 "$node_bin" dist/cli.js attach "$NODE_NAME" \
+  PATH="$(dirname "$kubectl"):$PATH" KUBECONFIG="$PWD/$DIR/kubeconfig" timeout 900 "$node_bin" dist/cli.js attach "$NODE_NAME" \
     -n "$ns" --timeout=10m --get /v1/node --get '/v1/triage?format=text' \
     >"$DIR/attach.out" 2>"$DIR/attach.err"
   rc=$?
@@ -497,6 +510,9 @@ attach_check() {
   jq -e '.level == "RequestResponse" and .user.username == "nodetruth-dev-admin" and .responseStatus.code == 201
       and (.requestObject.spec.nodeName != null)' <<<"$create" >/dev/null ||
     die "the create of $pod is not the caller's RequestResponse event: $(jq -c '{level, user, responseStatus}' <<<"$create")"
+  # the kubectl it ran (v1.32.4-dispatcher sends kubectl/v1.32.4: compare major.minor)
+  jq -e --arg ua "kubectl/${kver%.*}." '.userAgent | startswith($ua)' <<<"$create" >/dev/null ||
+    die "the create of $pod came from $(jq -r .userAgent <<<"$create"), not kubectl ${kver}"
   [[ -n $pf ]] || die "no pods/portforward audit event for $ns/$pod"
   jq -e '.level == "Metadata" and .user.username == "nodetruth-dev-admin"' <<<"$pf" >/dev/null ||
     die "the port-forward of $pod is not the caller's Metadata event: $(jq -c '{level, user, verb}' <<<"$pf")"
@@ -520,6 +536,6 @@ case ${1:-} in
   up) shift; up "$@" ;;
   down) recorded_bin && down ;;
   check) recorded_bin && check ;;
-  attach-check) recorded_bin && attach_check ;;
+  attach-check) shift; recorded_bin && attach_check "$@" ;;
   *) usage ;;
 esac
