@@ -65,20 +65,24 @@ ours() {
   echo "$pid"
 }
 
-stop_one() {
-  local name=$1 pid i
-  if pid=$(ours "$name"); then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "$name ($pid) ignored SIGTERM for 10 s; SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    log "stopped $name ($pid)"
+# SIGTERM to PID, then SIGKILL if it is still there 10 s later.
+terminate() {
+  local what=$1 pid=$2 i
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$what ($pid) ignored SIGTERM for 10 s; SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
   fi
+  log "stopped $what ($pid)"
+}
+
+stop_one() {
+  local name=$1 pid
+  if pid=$(ours "$name"); then terminate "$name" "$pid"; fi
   rm -f "$DIR/pids/$name.pid"
 }
 
@@ -94,20 +98,9 @@ node_pid() {
 }
 
 node_down() {
-  local run pid i
+  local run pid
   run=$(realpath -ms "$DIR/node")
-  if pid=$(node_pid); then
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      log "qemu ($pid) ignored SIGTERM for 10 s; SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    log "stopped the node's qemu ($pid)"
-  fi
+  if pid=$(node_pid); then terminate "the node's qemu" "$pid"; fi
   rm -f "$run/qemu.pid" "$run/overlay.qcow2" "$run/share/kube/kubelet" "$run/agent-image.ext4"
 }
 
