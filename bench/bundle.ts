@@ -15,7 +15,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import { createLogger } from '../src/agent.js';
-import { closeSources, createSources } from '../src/sources/index.js';
+import { closeSources, createSources } from '../src/sources.js';
 import { captureBundle } from '../src/bundle/capture.js';
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/server/app.js';

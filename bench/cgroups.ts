@@ -19,9 +19,9 @@ import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { METRIC_CGROUP_FILES } from '../src/metrics/inputs.js';
-import { readMany, STAT_FILES, type StatFile, walkKubepods } from '../src/sources/cgroup/cgroups.js';
-import { HostFs } from '../src/sources/hostfs/hostfs.js';
-import { mapLimit } from '../src/util/concurrency.js';
+import { readMany, STAT_FILES, type StatFile, walkKubepods } from '../src/readers/cgroup/cgroups.js';
+import { HostFs } from '../src/readers/hostfs/hostfs.js';
+import { mapLimit } from '../src/lib/concurrency.js';
 import { syntheticNodeSpec, tempHostRoot } from '../test/fixtures/node-tree.js';
 import { testApp } from '../test/helpers/app.js';
 

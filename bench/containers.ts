@@ -17,8 +17,8 @@
  *   npx tsx bench/containers.ts [rounds=15] [pods=250] [perPod=4]
  */
 import * as grpc from '@grpc/grpc-js';
-import { criServices } from '../src/sources/cri/proto.js';
-import { mapLimit } from '../src/util/concurrency.js';
+import { criServices } from '../src/readers/cri/proto.js';
+import { mapLimit } from '../src/lib/concurrency.js';
 import { fakeNodeAgent, median, pct, report, round, timeIt } from './lib.js';
 
 const [rounds = 15, pods = 250, perPod = 4] = process.argv.slice(2).map(Number);

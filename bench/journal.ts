@@ -9,9 +9,9 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { HostFs } from '../src/sources/hostfs/hostfs.js';
-import { JournalSource } from '../src/sources/journal/journalctl.js';
-import { validateJournalQuery, type JournalQuery } from '../src/sources/journal/query.js';
+import { HostFs } from '../src/readers/hostfs/hostfs.js';
+import { JournalSource } from '../src/readers/journal/journalctl.js';
+import { validateJournalQuery, type JournalQuery } from '../src/readers/journal/query.js';
 import { bulkScenario, writeJournal } from '../test/fixtures/journal/gen.js';
 
 const n = Number(process.argv[2] ?? 1_000_000);

@@ -9,8 +9,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { METRIC_CGROUP_FILES } from '../src/metrics/inputs.js';
-import { walkKubepods } from '../src/sources/cgroup/cgroups.js';
-import { HostFs } from '../src/sources/hostfs/hostfs.js';
+import { walkKubepods } from '../src/readers/cgroup/cgroups.js';
+import { HostFs } from '../src/readers/hostfs/hostfs.js';
 import { fakeNodeAgent, median, pct, report, round, timeIt } from './lib.js';
 
 const [rounds = 20, pods = 250, perPod = 4] = process.argv.slice(2).map(Number);

@@ -36,7 +36,7 @@ const builds = (buildArgs.length ? buildArgs : [`this=${REPO}`]).map((a) => {
 });
 const DEPLOY_FLAGS = ['--max-semi-space-size=2', '--max-old-space-size=96'];
 /** What the Dockerfile's warm-up step imports (keep in step with it). */
-const WARM_MODULES = ['server/app.js', 'sources/index.js', 'agent.js', 'config.js'];
+const WARM_MODULES = ['server/app.js', 'sources.js', 'agent.js', 'config.js'];
 const SETTLE_MS = 2000;
 ensureBuilt();
 const host = await makeFakeScaleHost({ pods: Math.ceil(containers / 4), perPod: 4, journal: false });

@@ -41,7 +41,7 @@ const EXIT_ANYWAY_MS = 4700;
 
 async function serve(argv: string[]): Promise<void> {
   const { config } = loadConfig(argv);
-  const [{ createLogger }, { buildApp }, { closeSources, createSources }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources/index.js')]);
+  const [{ createLogger }, { buildApp }, { closeSources, createSources }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources.js')]);
   const log = createLogger(config);
   const shutdown = new AbortController();
   const sources = createSources(config, log);

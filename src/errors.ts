@@ -1,7 +1,7 @@
 /**
  * Errors that carry their HTTP meaning, for the server's own refusals (request
  * validation, limits, auth, deadlines). Sources throw SourceError with a code
- * instead (sources/errors.ts), which server/problem-types.ts maps to one of
+ * instead (readers/errors.ts), which server/problem-types.ts maps to one of
  * these. The error handler turns both into RFC 9457 problem+json; anything else
  * that escapes is a bug and becomes a 500.
  */

@@ -15,7 +15,7 @@ import {
   redactText,
   REDACTED,
 } from '../src/redact.js';
-import { parseInfo } from '../src/sources/cri/normalize.js';
+import { parseInfo } from '../src/readers/cri/normalize.js';
 import { CONFLIST_SOURCE, containerd21Info } from './fixtures/cri/containerd-2.1-status.js';
 
 t.test('env entries keep names only', async (t) => {

@@ -22,7 +22,7 @@
  * order, so the last ones (container log tails, then the journal, then cgroup
  * files) are the first to lose room, and route answers the last.
  *
- * One moment (util/moment.ts): the whole capture runs inside a Moment, so the
+ * One moment (lib/moment.ts): the whole capture runs inside a Moment, so the
  * ~10 answers per container share one ListContainers + ListPodSandbox, one walk of
  * the kubepods cgroups, one ContainerStatus per container and one cgroup mode
  * check, and the raw CRI lists and cgroup files are those same reads. The cost is
@@ -51,9 +51,9 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { pack as tarPack } from 'tar-stream';
-import type { Sources } from '../sources/index.js';
+import type { Sources } from '../sources.js';
 import { formatDuration } from '../format.js';
-import { Moment } from '../util/moment.js';
+import { Moment } from '../lib/moment.js';
 import { DEFAULT_MAX_BYTES, MANIFEST_NAME, type Manifest, type Section } from './format.js';
 import { captureJournal } from './journal.js';
 import { buildManifest } from './manifest.js';

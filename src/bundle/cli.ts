@@ -8,7 +8,7 @@
 import { createWriteStream, unlinkSync } from 'node:fs';
 import pino from 'pino';
 import { createLogger } from '../agent.js';
-import { closeSources, createSources } from '../sources/index.js';
+import { closeSources, createSources } from '../sources.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { buildApp } from '../server/app.js';
 import { EXIT_CODES, renderText } from '../triage/report.js';

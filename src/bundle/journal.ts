@@ -2,8 +2,8 @@
  * The kubelet and containerd journal as a raw section, in journal export format.
  */
 import { spawn } from 'node:child_process';
-import { ExportParser } from '../sources/journal/export-parser.js';
-import { redactJournalField } from '../sources/journal/record.js';
+import { ExportParser } from '../readers/journal/export-parser.js';
+import { redactJournalField } from '../readers/journal/record.js';
 import { CAPTURE_LIMITS, storeRaw, type CaptureContext } from './writer.js';
 
 const JOURNAL_UNITS = ['kubelet.service', 'containerd.service'];

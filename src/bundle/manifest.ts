@@ -3,7 +3,7 @@
  * redaction markers and errors, what the budget trimmed, and the moment it shows.
  */
 import { REDACTED, redactText } from '../redact.js';
-import type { Sources } from '../sources/index.js';
+import type { Sources } from '../sources.js';
 import { VERSION } from '../version.js';
 import { FORMAT_VERSION, SECTION_KINDS, TRIM_ORDER, type Manifest, type Section, type SectionKind } from './format.js';
 

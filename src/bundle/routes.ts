@@ -3,7 +3,7 @@
  * that needs no id, then for each pod and container the routes that take one, each
  * stored exactly as the API gave it (status, content type, body).
  */
-import { mapLimit } from '../util/concurrency.js';
+import { mapLimit } from '../lib/concurrency.js';
 import { countRedacted, routeEntryName, type Section } from './format.js';
 import { aborted, CAPTURE_LIMITS, errText, now, type CaptureContext } from './writer.js';
 

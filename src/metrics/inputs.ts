@@ -8,13 +8,13 @@
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { DiskUse, KubeletHealth, NodeFacts, PidUse } from '../model/node.js';
 import type { Container, PodSandbox, RuntimeStatus } from '../model/runtime.js';
-import type { StatFile } from '../sources/cgroup/cgroups.js';
-import type { RuntimeIndex, RuntimeNameBook } from '../sources/cri/index.js';
-import type { Sources } from '../sources/index.js';
-import { nodeFacts } from '../sources/node/facts.js';
-import { diskUse, NODE_DISKS, pidUse } from '../sources/node/health.js';
-import { kubeletHealthz } from '../sources/node/kubelet.js';
-import type { AttributedOomKill } from '../sources/oom/oom.js';
+import type { StatFile } from '../readers/cgroup/cgroups.js';
+import type { RuntimeIndex, RuntimeNameBook } from '../view/runtime-index.js';
+import type { Sources } from '../sources.js';
+import { nodeFacts } from '../readers/node/facts.js';
+import { diskUse, NODE_DISKS, pidUse } from '../view/node-health.js';
+import { kubeletHealthz } from '../readers/node/kubelet.js';
+import type { AttributedOomKill } from '../view/oom.js';
 
 export interface RuntimeLists {
   containers: readonly Container[];
@@ -54,7 +54,7 @@ export interface MetricsInputs {
  * longer, and every container series would lose its names. The kernel's is 5 s: the first
  * scrape reads and attributes the whole ring buffer, and at 2 s a loaded node lost it in
  * 4 of 5 first scrapes. The node facts' is 4 s: the /proc walk for D/Z processes has a
- * 1.5 s budget and attributing them as much again (sources/node/proc-states.ts), and the
+ * 1.5 s budget and attributing them as much again (readers/node/proc-states.ts), and the
  * certificates and kubelet config are read after it. All stay under Prometheus' default
  * scrape timeout (10 s).
  */
@@ -97,7 +97,7 @@ export function defaultInputs(s: Sources): MetricsInputs {
     runtimeStatus: async () => (s.cri ? s.cri.status(false) : null),
     runtimeLists: async () => {
       if (!s.cri) return null;
-      // the lists every other reader shares in flight (sources/cri/index.ts)
+      // the lists every other reader shares in flight (view/runtime-index.ts)
       const index = await s.index.index();
       return { containers: index.containerList, sandboxes: index.sandboxList, index };
     },

@@ -6,7 +6,7 @@
  */
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { Container, PodSandbox } from '../model/runtime.js';
-import { podOf, RuntimeNameBook } from '../sources/cri/index.js';
+import { podOf, RuntimeNameBook } from '../view/runtime-index.js';
 
 /** prom-client's escaping (registry.js escapeString / escapeLabelValue): the rendered text stays byte-identical to it. */
 export const escapeText = (s: string): string => s.replace(/\\/g, '\\\\').replace(/\n/g, '\\n');

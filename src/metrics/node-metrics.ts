@@ -8,7 +8,7 @@
  * for kernel OOM kills; CRI method and code are closed sets.
  */
 import { Registry } from 'prom-client';
-import { SingleFlight } from '../util/concurrency.js';
+import { SingleFlight } from '../lib/concurrency.js';
 import { MAX_CGROUP_SERIES } from './collectors/cgroups.js';
 import type { MetricsInputs, SourceDeadlines } from './inputs.js';
 import { COLLECTORS, type Collector, type CollectorContext, type MetricsOptions, type TextWriter } from './registry.js';

@@ -6,7 +6,7 @@
  * formatting are the largest part of a scrape made through it.
  */
 import type { CgroupRecord } from '../model/cgroup.js';
-import { SLICING, type Slicing } from '../util/slices.js';
+import { SLICING, type Slicing } from '../lib/slices.js';
 import { escapeLabel, escapeText, type CgroupSeries } from './labels.js';
 
 export interface CgroupFamily {

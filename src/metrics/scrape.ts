@@ -6,9 +6,9 @@
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { NodeFacts } from '../model/node.js';
 import type { RuntimeStatus } from '../model/runtime.js';
-import type { RuntimeNameBook } from '../sources/cri/index.js';
-import type { AttributedOomKill } from '../sources/oom/oom.js';
-import { withinDeadline } from '../util/deadline.js';
+import type { RuntimeNameBook } from '../view/runtime-index.js';
+import type { AttributedOomKill } from '../view/oom.js';
+import { withinDeadline } from '../lib/deadline.js';
 import type { MetricsInputs, MetricsSource, RuntimeLists, SourceDeadlines } from './inputs.js';
 
 export interface Outcome {

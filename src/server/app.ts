@@ -1,8 +1,8 @@
 import type { Server as TlsServer } from 'node:tls';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import { loadKubeClient } from '../sources/kube/api.js';
-import type { Sources } from '../sources/index.js';
+import { loadKubeClient } from '../readers/kube/api.js';
+import type { Sources } from '../sources.js';
 import { auditClientError, installAuditLog } from './plugins/audit.js';
 import { installAuth, installHostCheck } from './plugins/auth.js';
 import { installLoadShed } from './plugins/load-shed.js';
@@ -38,7 +38,7 @@ const routeTables = new WeakMap<object, readonly RouteOptions[]>();
 export const routeTableOf = (app: App): readonly RouteOptions[] => routeTables.get(app) ?? [];
 
 /**
- * The HTTP API over `sources` (src/sources/index.ts createSources). Listening is the caller's business.
+ * The HTTP API over `sources` (src/sources.ts createSources). Listening is the caller's business.
  * `opts.shutdown` is the process's: aborted when it stops. TLS (src/server/tls.ts) comes from the
  * config unless `opts.tls` gives it (null: plain HTTP).
  */

@@ -1,5 +1,5 @@
 import { Problem, problemTypeUri, retryAfter } from '../errors.js';
-import { SOURCE_ERROR_CODES, type SourceError, type SourceErrorCode } from '../sources/errors.js';
+import { SOURCE_ERROR_CODES, type SourceError, type SourceErrorCode } from '../readers/errors.js';
 
 export interface ProblemType {
   status: number;

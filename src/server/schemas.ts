@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ID_PREFIX_PATTERN } from '../sources/cri/ids.js';
+import { ID_PREFIX_PATTERN } from '../readers/cri/ids.js';
 import { THRESHOLDS } from '../triage/thresholds.js';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN, durationWithin, rangeText, THROTTLING_WINDOW, TRIAGE_WINDOW, type DurationRange } from '../validate.js';
 

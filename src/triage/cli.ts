@@ -7,7 +7,7 @@
 import pino from 'pino';
 import { createLogger } from '../agent.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { closeSources, createSources } from '../sources/index.js';
+import { closeSources, createSources } from '../sources.js';
 import { durationWithin, rangeText, TRIAGE_WINDOW } from '../validate.js';
 import { EXIT_CODES, renderText, triage } from './report.js';
 import { triageSources } from './sources.js';

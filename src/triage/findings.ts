@@ -8,7 +8,7 @@
  */
 import type { Severity } from '../model/triage.js';
 import { percent } from '../format.js';
-import { KERNEL_PROBLEMS } from '../sources/kmsg/problems.js';
+import { KERNEL_PROBLEMS } from '../rules/kernel-problems.js';
 import { KUBELET_JOURNAL_PATTERNS, type Phrase, THRESHOLDS as T } from './thresholds.js';
 
 /** The rules, by area (src/triage/rules/<area>.ts). */
@@ -110,7 +110,7 @@ export const FINDINGS: readonly FindingKind[] = [
     means: "The runtime says exit 137 with a reason other than `OOMKilled` while the kernel log shows the container's cgroup was OOM-killed (containerd records the reason racily).",
     todo: "Treat it as an OOM kill: raise the memory limit; don't chase an application error.",
   },
-  // one finding per kernel log problem; the phrases, meaning and hints are sources/kmsg/problems.ts's table
+  // one finding per kernel log problem; the phrases, meaning and hints are rules/kernel-problems.ts's table
   ...KERNEL_PROBLEMS.map(
     (p): FindingKind => ({
       id: p.id,

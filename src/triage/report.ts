@@ -1,7 +1,7 @@
 /** A snapshot's findings as a report: verdict, counts, the sources' outcomes, and a terminal rendering. */
 import type { Finding, Severity, SourceOutcome, TriageReport, Verdict } from '../model/triage.js';
 import { runRules, RULES, type Rule } from './rules/index.js';
-import type { Outcome } from '../util/deadline.js';
+import type { Outcome } from '../lib/deadline.js';
 import { escapeTerminal } from '../format.js';
 import { gatherSnapshot, type GatherOptions, type TriageSnapshot, type TriageSources } from './snapshot.js';
 

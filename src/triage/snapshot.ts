@@ -1,6 +1,6 @@
 /**
  * One snapshot of the node for the triage rules: every source read once, in
- * parallel, each within its own deadline (util/deadline.ts), the kernel ring once
+ * parallel, each within its own deadline (lib/deadline.ts), the kernel ring once
  * for both of its readers. A source that fails or is late is recorded as such
  * (the rules turn that into a finding); nothing here throws.
  * What a source skipped while it read (an unreadable cgroup, a node file that is
@@ -9,15 +9,15 @@
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { NodeFacts, NodeHealth } from '../model/node.js';
 import type { PodSandbox, RuntimeStatus, RuntimeVersion } from '../model/runtime.js';
-import type { ThrottlingReport } from '../sources/cgroup/throttling.js';
-import type { CniState } from '../sources/cni/cni.js';
-import type { ContainerRow } from '../sources/cri/runtime-view.js';
-import type { JournalRecord } from '../sources/journal/record.js';
-import type { AttributedOomKill } from '../sources/oom/oom.js';
-import type { KernelProblems } from '../sources/kmsg/kernel-problems.js';
-import { readOnce, type KmsgRing } from '../sources/kmsg/reader.js';
-import { isSourceError, type SourceErrorCode } from '../sources/errors.js';
-import { type Outcome, withinDeadline } from '../util/deadline.js';
+import type { ThrottlingReport } from '../readers/cgroup/throttling.js';
+import type { CniState } from '../readers/cni/cni.js';
+import type { ContainerRow } from '../view/runtime-view.js';
+import type { JournalRecord } from '../readers/journal/record.js';
+import type { AttributedOomKill } from '../view/oom.js';
+import type { KernelProblems } from '../view/kernel-problems.js';
+import { readOnce, type KmsgRing } from '../readers/kmsg/reader.js';
+import { isSourceError, type SourceErrorCode } from '../readers/errors.js';
+import { type Outcome, withinDeadline } from '../lib/deadline.js';
 import { THRESHOLDS } from './thresholds.js';
 
 /**
@@ -52,7 +52,7 @@ export interface TriageSnapshot {
   cni: Outcome<CniState>;
   oom: Outcome<{ kills: AttributedOomKill[]; warnings: string[] }>;
   kubeletJournal: Outcome<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
-  /** kernel log problems (sources/kmsg/problems.ts's table), attributed; absent where the sources do not read them */
+  /** kernel log problems (rules/kernel-problems.ts's table), attributed; absent where the sources do not read them */
   kernel?: Outcome<KernelProblems>;
   /** conntrack, taint, D/Z processes, kubelet certificates and eviction thresholds, mounts, CRI latency; absent where the sources do not read them */
   facts?: Outcome<NodeFacts>;
@@ -85,7 +85,7 @@ export interface TriageSources {
   kubeletJournal(sinceUs: number, signal: AbortSignal): Promise<{ records: JournalRecord[]; truncated: string | null; warnings: string[] }>;
   /** kernel log problems; optional: a snapshot without it has no kernel findings */
   kernel?(signal: AbortSignal, ring?: KmsgRing): Promise<KernelProblems>;
-  /** node facts (sources/node/facts.ts); optional: a snapshot without them has no node-facts findings */
+  /** node facts (readers/node/facts.ts); optional: a snapshot without them has no node-facts findings */
   facts?(signal: AbortSignal, warnings: string[]): Promise<NodeFacts>;
 }
 

@@ -1,11 +1,11 @@
 /** The triage snapshot's reads, from the agent's sources (no I/O of its own). */
-import { cniDirsFromRuntimeInfo, readCniState } from '../sources/cni/cni.js';
-import { journalQuery } from '../sources/journal/query.js';
-import { noCriSocket } from '../sources/cri/errors.js';
-import { requireRuntime, type Sources } from '../sources/index.js';
-import { KernelProblemsSource } from '../sources/kmsg/kernel-problems.js';
-import { nodeFacts } from '../sources/node/facts.js';
-import { nodeHealth } from '../sources/node/health.js';
+import { cniDirsFromRuntimeInfo, readCniState } from '../readers/cni/cni.js';
+import { journalQuery } from '../readers/journal/query.js';
+import { noCriSocket } from '../readers/cri/errors.js';
+import { requireRuntime, type Sources } from '../sources.js';
+import { KernelProblemsSource } from '../view/kernel-problems.js';
+import { nodeFacts } from '../readers/node/facts.js';
+import { nodeHealth } from '../view/node-health.js';
 import { THRESHOLDS } from './thresholds.js';
 import type { TriageSources } from './snapshot.js';
 

@@ -5,7 +5,7 @@
  * nodefs.inodesFree<5%, imagefs.inodesFree<5%.
  */
 import type { Severity } from '../model/triage.js';
-import { containsInOrder } from '../util/phrases.js';
+import { containsInOrder } from '../lib/phrases.js';
 
 export const THRESHOLDS = {
   /** crash loop: a container at this attempt or later whose last run exited non-zero */

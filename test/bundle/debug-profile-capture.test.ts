@@ -13,7 +13,7 @@ import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { parse as parseYaml } from 'yaml';
-import { KERNEL_LIMITS } from '../../src/sources/kmsg/kernel-log.js';
+import { KERNEL_LIMITS } from '../../src/view/kernel-log.js';
 import { appendLargeKmsg, makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { REPO, serveFakeNode } from '../helpers/agent-process.js';
 

@@ -1,5 +1,5 @@
 /**
- * A capture is one moment (src/util/moment.ts): its injected requests share the
+ * A capture is one moment (src/lib/moment.ts): its injected requests share the
  * source reads they repeat, so its cost is linear in the node, and it is audited
  * as one request.
  *
@@ -22,8 +22,8 @@ import t from 'tap';
 import { captureBundle } from '../../src/bundle/capture.js';
 import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
-import type { ResolvedDir } from '../../src/sources/hostfs/hostfs.js';
-import { Moment } from '../../src/util/moment.js';
+import type { ResolvedDir } from '../../src/readers/hostfs/hostfs.js';
+import { Moment } from '../../src/lib/moment.js';
 import { makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { testApp } from '../helpers/app.js';
 import { FakeCriServer } from '../helpers/fake-cri.js';

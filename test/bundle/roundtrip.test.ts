@@ -15,7 +15,7 @@ import { Writable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import t from 'tap';
 import { createLogger } from '../../src/agent.js';
-import { closeSources, createSources } from '../../src/sources/index.js';
+import { closeSources, createSources } from '../../src/sources.js';
 import { captureBundle } from '../../src/bundle/capture.js';
 import { readBundle } from '../../src/bundle/read.js';
 import { buildBundleApp } from '../../src/bundle/serve.js';

@@ -134,7 +134,7 @@ const granted = (role: Obj) => new Set<string>(role.rules.flatMap((r: Obj) => r.
 
 /**
  * The client-node calls the agent makes, and the permission each needs. The test reads
- * src/sources/kube/api.ts for calls on its API clients: a call missing here fails the test
+ * src/readers/kube/api.ts for calls on its API clients: a call missing here fails the test
  * (add it, and to the ClusterRole), and the ClusterRole may grant nothing else.
  */
 const API_CALL_PERMISSIONS: Record<string, string> = {
@@ -183,9 +183,9 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   }
   // The agent's ClusterRole: exactly what the code calls, nothing more
   const agentRole = roles.get('nodetruth')!;
-  const apiSource = readFileSync(path.join(ROOT, 'src/sources/kube/api.ts'), 'utf8');
+  const apiSource = readFileSync(path.join(ROOT, 'src/readers/kube/api.ts'), 'utf8');
   const calls = new Set([...apiSource.matchAll(/this\.(?:core|authn|authz)\.(\w+)\(/g)].map((m) => m[1]!));
-  t.ok(calls.size > 0, 'found the API calls in src/sources/kube/api.ts');
+  t.ok(calls.size > 0, 'found the API calls in src/readers/kube/api.ts');
   for (const c of calls) t.ok(c in API_CALL_PERMISSIONS, `API call ${c} has a known permission`);
   t.same([...granted(agentRole)].sort(), [...new Set([...calls].map((c) => API_CALL_PERMISSIONS[c]!))].sort(), 'agent ClusterRole = the permissions of the calls the code makes');
   t.notOk(grants(agentRole, '', 'pods', 'watch') || grants(agentRole, '', 'nodes', 'get'), 'no watch, no node reads: no code uses them');

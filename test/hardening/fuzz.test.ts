@@ -24,7 +24,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import t from 'tap';
-import { mapLimit } from '../../src/util/concurrency.js';
+import { mapLimit } from '../../src/lib/concurrency.js';
 import { makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { testApp } from '../helpers/app.js';
 import { startFakeCriProcess } from '../helpers/agent-process.js';

@@ -56,7 +56,7 @@ const BIG = 100 * 1024;
 export function hostileConstants(canary: { path: string; relative: string }): string[] {
   return [
     // path traversal, plain and encoded (they are encoded once more on the wire unless raw)
-    '../../', '../../../../../../etc/passwd', '..%2f..%2f..%2fetc%2fpasswd', '%2e%2e%2f%2e%2e%2f', '%252e%252e%252f', '....//....//etc/passwd',
+    '../../', '../../../../etc/passwd', '..%2f..%2f..%2fetc%2fpasswd', '%2e%2e%2f%2e%2e%2f', '%252e%252e%252f', '....//....//etc/passwd',
     '/etc/shadow', '/proc/self/environ', '/proc/1/environ', '/var/log/../../etc/passwd', '/var/log/pods/../../../', '/var/log/escape.log',
     '/var/log/pods/escape', 'pods/escape', canary.path, canary.relative, `/var/log/${canary.relative}`, 'C:\\Windows\\system32', '\\\\?\\C:\\',
     // NUL and control bytes, CRLF header injection

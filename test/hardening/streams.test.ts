@@ -11,7 +11,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import t from 'tap';
-import { mapLimit } from '../../src/util/concurrency.js';
+import { mapLimit } from '../../src/lib/concurrency.js';
 import { makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { childrenOf, openFds, serveFakeNode } from '../helpers/agent-process.js';
 

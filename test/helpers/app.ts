@@ -2,11 +2,11 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/agent.js';
 import { loadConfig } from '../../src/config.js';
 import { buildApp, type App, type AppDeps } from '../../src/server/app.js';
-import { closeSources, createSources } from '../../src/sources/index.js';
+import { closeSources, createSources } from '../../src/sources.js';
 
 export interface TestApp {
   app: App;
-  /** the app's sources (src/sources/index.ts) and its shutdown signal */
+  /** the app's sources (src/sources.ts) and its shutdown signal */
   deps: AppDeps;
   /** Every log line the agent wrote, parsed (audit lines among them). */
   logs: Record<string, unknown>[];

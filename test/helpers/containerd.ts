@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CriClient } from '../../src/sources/cri/client.js';
+import { CriClient } from '../../src/readers/cri/client.js';
 import { buildBusyboxOciArchive } from '../e2e/oci.js';
 
 const run = promisify(execFile);

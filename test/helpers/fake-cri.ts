@@ -11,7 +11,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CRI_PROTO_PATH, PROTO_OPTIONS } from '../../src/sources/cri/proto.js';
+import { CRI_PROTO_PATH, PROTO_OPTIONS } from '../../src/readers/cri/proto.js';
 
 export interface FakeContainer {
   id: string;

@@ -1,6 +1,6 @@
 import { isProblem } from '../../src/errors.js';
 import { statusOf } from '../../src/server/problem-types.js';
-import { isSourceError, type SourceErrorCode } from '../../src/sources/errors.js';
+import { isSourceError, type SourceErrorCode } from '../../src/readers/errors.js';
 
 /** The HTTP status an error answers with: a Problem's own, a SourceError's through the code table. */
 const statusOfError = (err: unknown): number | null => (isProblem(err) ? err.status : isSourceError(err) ? statusOf(err) : null);

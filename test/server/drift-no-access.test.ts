@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { kubeClientLoaded } from '../../src/sources/kube/api.js';
+import { kubeClientLoaded } from '../../src/readers/kube/api.js';
 import { testApp } from '../helpers/app.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-drift-noaccess-'));

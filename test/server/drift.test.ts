@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { compareDrift, toApiPod } from '../../src/sources/kube/drift.js';
+import { compareDrift, toApiPod } from '../../src/view/drift.js';
 import { testApp } from '../helpers/app.js';
 import { containerdMissing, TestContainerd } from '../helpers/containerd.js';
 import { FakeCriServer, type FakeNode } from '../helpers/fake-cri.js';

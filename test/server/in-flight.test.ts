@@ -11,7 +11,7 @@ import { request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import t from 'tap';
 import { IN_FLIGHT } from '../../src/server/connections.js';
-import { KERNEL_LIMITS } from '../../src/sources/kmsg/kernel-log.js';
+import { KERNEL_LIMITS } from '../../src/view/kernel-log.js';
 import { appendLargeKmsg, makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { serveFakeNode } from '../helpers/agent-process.js';
 

@@ -9,7 +9,7 @@ import Fastify from 'fastify';
 import t from 'tap';
 import { installProblemHandlers } from '../../src/server/plugins/problems.js';
 import { PROBLEM_TYPES, problemCodesDescription } from '../../src/server/problem-types.js';
-import { SOURCE_ERROR_CODES, SourceError, type SourceErrorCode } from '../../src/sources/errors.js';
+import { SOURCE_ERROR_CODES, SourceError, type SourceErrorCode } from '../../src/readers/errors.js';
 
 /** What each code answered before codes existed (status and title of the Problem helper it replaced). */
 const BEFORE: Record<SourceErrorCode, [number, string]> = {

@@ -1,5 +1,5 @@
 /**
- * Kernel log problems: the table (sources/kmsg/problems.ts) on the kmsg fixture
+ * Kernel log problems: the table (rules/kernel-problems.ts) on the kmsg fixture
  * built from Linux 6.1's format strings (test/fixtures/kmsg/kernel-problems.kmsg),
  * attribution through /proc/<pid>/cgroup of the captured node's tree, the kernel
  * triage rule against the catalogue, and /v1/triage through the real HTTP server.
@@ -8,12 +8,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { Finding } from '../../src/model/triage.js';
-import { HostFs } from '../../src/sources/hostfs/hostfs.js';
-import { KernelProblemsSource, kubepodsCgroupOf } from '../../src/sources/kmsg/kernel-problems.js';
-import { splitKmsgText, type KmsgRecord } from '../../src/sources/kmsg/parse.js';
-import { parseCpuLine } from '../../src/sources/kmsg/named.js';
-import { KERNEL_PROBLEM_LIMITS, KERNEL_PROBLEMS, matchKernelProblem, scanKernelProblems } from '../../src/sources/kmsg/problems.js';
-import { KmsgReader } from '../../src/sources/kmsg/reader.js';
+import { HostFs } from '../../src/readers/hostfs/hostfs.js';
+import { KernelProblemsSource, kubepodsCgroupOf } from '../../src/view/kernel-problems.js';
+import { splitKmsgText, type KmsgRecord } from '../../src/readers/kmsg/parse.js';
+import { parseCpuLine } from '../../src/readers/kmsg/named.js';
+import { KERNEL_PROBLEM_LIMITS, KERNEL_PROBLEMS, matchKernelProblem, scanKernelProblems } from '../../src/rules/kernel-problems.js';
+import { KmsgReader } from '../../src/readers/kmsg/reader.js';
 import { FINDINGS } from '../../src/triage/findings.js';
 import { buildReport } from '../../src/triage/report.js';
 import { kernelRule } from '../../src/triage/rules/kernel.js';

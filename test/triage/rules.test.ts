@@ -7,12 +7,12 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import type { Finding } from '../../src/model/triage.js';
-import { CgroupSource } from '../../src/sources/cgroup/source.js';
-import { RuntimeIndexSource } from '../../src/sources/cri/index.js';
-import { HostFs } from '../../src/sources/hostfs/hostfs.js';
-import { splitKmsgText } from '../../src/sources/kmsg/parse.js';
-import { attribute } from '../../src/sources/oom/oom.js';
-import { parseOomReports } from '../../src/sources/oom/parse.js';
+import { CgroupSource } from '../../src/view/named-cgroups.js';
+import { RuntimeIndexSource } from '../../src/view/runtime-index.js';
+import { HostFs } from '../../src/readers/hostfs/hostfs.js';
+import { splitKmsgText } from '../../src/readers/kmsg/parse.js';
+import { attribute } from '../../src/view/oom.js';
+import { parseOomReports } from '../../src/readers/oom/parse.js';
 import { FINDINGS } from '../../src/triage/findings.js';
 import { buildReport as reportOf, EXIT_CODES, renderText } from '../../src/triage/report.js';
 import { type Rule, RULES, SnapshotIndex } from '../../src/triage/rules/index.js';

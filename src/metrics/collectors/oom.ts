@@ -4,8 +4,8 @@
  * so kills are accumulated across scrapes, each counted once.
  */
 import { Counter } from 'prom-client';
-import type { RuntimeNameBook } from '../../sources/cri/index.js';
-import type { AttributedOomKill } from '../../sources/oom/oom.js';
+import type { RuntimeNameBook } from '../../view/runtime-index.js';
+import type { AttributedOomKill } from '../../view/oom.js';
 import type { Collector } from '../registry.js';
 
 export const MAX_OOM_SERIES = 500;

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { REDACTED, redactText, SECRET_KEY } from '../../redact.js';
-import { Moment } from '../../util/moment.js';
+import { Moment } from '../../lib/moment.js';
 import { requestOutcome } from '../request-signal.js';
 
 declare module 'fastify' {
@@ -107,7 +107,7 @@ type WithAudit = FastifyRequest & { [kAudit]?: AuditState };
  * secret-looking query values are redacted, so no bearer token reaches the log.
  *
  * Not audited one by one: the requests a capture injects into the app (bundle/capture.ts),
- * recognised by the capture's Moment (util/moment.ts), which only code inside this process
+ * recognised by the capture's Moment (lib/moment.ts), which only code inside this process
  * can open — never a header or anything else a client sends. The capture's own request (GET
  * /v1/bundle) or command writes the one line, with how many answers it took.
  */

@@ -35,9 +35,9 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { forbidden, misdirected, tooMany, unauthorized, unavailable } from '../../errors.js';
-import type { AccessCheck } from '../../sources/kube/api.js';
-import { isSourceError, SourceError } from '../../sources/errors.js';
-import { SingleFlight } from '../../util/concurrency.js';
+import type { AccessCheck } from '../../readers/kube/api.js';
+import { isSourceError, SourceError } from '../../readers/errors.js';
+import { SingleFlight } from '../../lib/concurrency.js';
 import type { AppDeps } from '../app.js';
 import { PROBLEM_TYPES } from '../problem-types.js';
 import { ReviewAdmission } from './review-admission.js';

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { isProblem, Problem } from '../../errors.js';
-import { isSourceError } from '../../sources/errors.js';
+import { isSourceError } from '../../readers/errors.js';
 import { problemOf } from '../problem-types.js';
 
 /**

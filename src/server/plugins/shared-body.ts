@@ -9,7 +9,7 @@
  * (bench/RESULTS.md, "the event loop under load"). Here an answer is rendered once for
  * every request of the same URL whose answer is made of the very same objects (compared by
  * identity, a few levels deep, never by content), and rendered in slices with turns of the event
- * loop between them (util/slices.ts). Nothing is kept after the last request sharing a body is
+ * loop between them (lib/slices.ts). Nothing is kept after the last request sharing a body is
  * answered (DESIGN.md's cache rule: never data read before the request arrived; an answer built
  * of the same objects as one in flight holds nothing newer than it).
  *
@@ -18,7 +18,7 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 
-import { jsonBuffer, textBuffer } from '../../util/slices.js';
+import { jsonBuffer, textBuffer } from '../../lib/slices.js';
 
 interface SharedText {
   text: string;

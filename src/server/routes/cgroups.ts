@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { humanSize, shortId } from '../../format.js';
 import { Problem, unavailable, unreadable } from '../../errors.js';
 import type { CgroupRecord, Limit } from '../../model/cgroup.js';
-import { type ThrottlingEntry } from '../../sources/cgroup/throttling.js';
-import { sortRecords } from '../../sources/cgroup/view.js';
-import { joinSummary } from '../../sources/cri/index.js';
+import { type ThrottlingEntry } from '../../readers/cgroup/throttling.js';
+import { sortRecords } from '../../view/cgroup-lookup.js';
+import { joinSummary } from '../../view/runtime-index.js';
 import type { AppDeps } from '../app.js';
 import { k8sNamespace, podUid, query, throttlingWindow } from '../schemas.js';
 
@@ -87,7 +87,7 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
     },
     async (req) => {
       const q = req.query;
-      // concurrent requests (of any filter) share one walk, read and runtime join (sources/cgroup/source.ts);
+      // concurrent requests (of any filter) share one walk, read and runtime join (view/named-cgroups.ts);
       // a cgroup that cannot be listed or read is skipped and named in warnings, the rest stands
       const { mode, join, items: all, warnings } = await cgroups.records(q.podUid === undefined ? {} : { podUid: q.podUid });
       if (q.namespace !== undefined && !join.joined) throw unavailable(`namespace filter needs the runtime: ${join.detail}`);

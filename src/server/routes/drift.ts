@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { unavailable } from '../../errors.js';
-import { compareDrift, toApiPod, type DriftReport } from '../../sources/kube/drift.js';
+import { compareDrift, toApiPod, type DriftReport } from '../../view/drift.js';
 import type { AppDeps } from '../app.js';
-import { requireRuntime } from '../../sources/index.js';
+import { requireRuntime } from '../../sources.js';
 import { query } from '../schemas.js';
 import { shortId, stateWord } from '../../format.js';
-import { loadKubeClient, precheckKubeAccess } from '../../sources/kube/api.js';
+import { loadKubeClient, precheckKubeAccess } from '../../readers/kube/api.js';
 
 function driftTable(b: DriftReport) {
   const rows: (string | number | null)[][] = [

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VERSION } from '../../version.js';
-import type { SourceReadiness } from '../../sources/index.js';
-import { withinDeadline } from '../../util/deadline.js';
+import type { SourceReadiness } from '../../sources.js';
+import { withinDeadline } from '../../lib/deadline.js';
 import type { AppDeps } from '../app.js';
 import { query } from '../schemas.js';
 import { publicTlsInfo, type TlsMaterial } from '../tls.js';

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { NodeFacts, NodeHealth } from '../../model/node.js';
-import { nodeFacts } from '../../sources/node/facts.js';
-import { nodeHealth } from '../../sources/node/health.js';
-import { withinDeadline } from '../../util/deadline.js';
+import { nodeFacts } from '../../readers/node/facts.js';
+import { nodeHealth } from '../../view/node-health.js';
+import { withinDeadline } from '../../lib/deadline.js';
 import type { AppDeps } from '../app.js';
 import { query } from '../schemas.js';
 import { humanSize } from '../../format.js';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { NamespaceEntry, ProcessInfo } from '../../model/process.js';
-import { containerNamespaces, containerProcesses } from '../../sources/proc/containers.js';
+import { containerNamespaces, containerProcesses } from '../../view/container-processes.js';
 import type { AppDeps } from '../app.js';
 import { requestSignal } from '../request-signal.js';
 import { idParams, query } from '../schemas.js';
@@ -33,7 +33,7 @@ export const processRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
     },
     async (req) => {
       const { target } = await containerCgroup(req.params.id, false);
-      // cmdline reads can block on the target's memory map: bounded per request, see sources/proc/limiter.ts
+      // cmdline reads can block on the target's memory map: bounded per request, see readers/proc/limiter.ts
       const { items, warnings } = await containerProcesses(fs, target, requestSignal(req));
       return { containerId: target.containerId, podUid: target.podUid, cgroup: target.path, items, warnings };
     },

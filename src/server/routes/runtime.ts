@@ -1,11 +1,11 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { ContainerState, Image, ImageFsInfo, PodSandbox, RuntimeFeatures, RuntimeHandler, RuntimeStatus, SandboxState } from '../../model/runtime.js';
-import { cgroupDriverOf } from '../../sources/cri/normalize.js';
-import type { CgroupSource } from '../../sources/cgroup/source.js';
-import { statusWarnings, type ContainerRow } from '../../sources/cri/runtime-view.js';
+import { cgroupDriverOf } from '../../readers/cri/normalize.js';
+import type { CgroupSource } from '../../view/named-cgroups.js';
+import { statusWarnings, type ContainerRow } from '../../view/runtime-view.js';
 import type { AppDeps } from '../app.js';
-import { requireRuntime } from '../../sources/index.js';
+import { requireRuntime } from '../../sources.js';
 import { idParams, k8sName, k8sNamespace, labelSelector, query } from '../schemas.js';
 import { ago, humanSize, shortId, stateWord } from '../../format.js';
 

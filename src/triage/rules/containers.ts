@@ -1,6 +1,6 @@
 /** Containers: crash loops, and containers created but never started. */
 import type { Finding } from '../../model/triage.js';
-import type { ContainerRow } from '../../sources/cri/runtime-view.js';
+import type { ContainerRow } from '../../view/runtime-view.js';
 import { secondsSince, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
 import { THRESHOLDS } from '../thresholds.js';

@@ -1,13 +1,13 @@
 /**
- * Kernel log problems (sources/kmsg/problems.ts's table): one finding per kind and
+ * Kernel log problems (rules/kernel-problems.ts's table): one finding per kind and
  * what it is about (the pod of the named task, the device, or the node), each with
  * the kmsg records (sequence number and text) as evidence. Records older than
  * kernelWindowMinutes count only for kinds whose state lasts (a read-only remount, an oops).
  */
 import type { Evidence, Finding } from '../../model/triage.js';
-import type { AttributedKernelProblem } from '../../sources/kmsg/kernel-problems.js';
-import { describeTaint } from '../../sources/kmsg/named.js';
-import { KERNEL_PROBLEMS, type KernelProblemKind } from '../../sources/kmsg/problems.js';
+import type { AttributedKernelProblem } from '../../view/kernel-problems.js';
+import { describeTaint } from '../../readers/kmsg/named.js';
+import { KERNEL_PROBLEMS, type KernelProblemKind } from '../../rules/kernel-problems.js';
 import { clip, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
 import { THRESHOLDS } from '../thresholds.js';

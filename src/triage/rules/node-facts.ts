@@ -7,9 +7,9 @@
 import type { NodeFacts } from '../../model/node.js';
 import type { Evidence, Finding } from '../../model/triage.js';
 import { humanSize, percent } from '../../format.js';
-import { CONNTRACK_COUNT, CONNTRACK_MAX } from '../../sources/node/conntrack.js';
-import { PLEG } from '../../sources/node/cri-latency.js';
-import { troubleFlags } from '../../sources/node/taint.js';
+import { CONNTRACK_COUNT, CONNTRACK_MAX } from '../../readers/node/conntrack.js';
+import { PLEG } from '../../readers/node/cri-latency.js';
+import { troubleFlags } from '../../readers/node/taint.js';
 import { idsOf } from '../findings.js';
 import { THRESHOLDS as T } from '../thresholds.js';
 import { plural, type Rule, type SnapshotIndex, who } from './rule.js';

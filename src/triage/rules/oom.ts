@@ -4,7 +4,7 @@
  */
 import type { CgroupRecord } from '../../model/cgroup.js';
 import type { Evidence, Finding } from '../../model/triage.js';
-import type { AttributedOomKill } from '../../sources/oom/oom.js';
+import type { AttributedOomKill } from '../../view/oom.js';
 import { clip, humanSize, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
 import { THRESHOLDS } from '../thresholds.js';

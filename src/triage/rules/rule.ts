@@ -5,7 +5,7 @@
 import type { CgroupRecord } from '../../model/cgroup.js';
 import type { PodSandbox } from '../../model/runtime.js';
 import type { Finding, Subject } from '../../model/triage.js';
-import type { ContainerRow } from '../../sources/cri/runtime-view.js';
+import type { ContainerRow } from '../../view/runtime-view.js';
 import { shortId } from '../../format.js';
 import type { RuleName } from '../findings.js';
 import type { TriageSnapshot } from '../snapshot.js';

@@ -1,6 +1,6 @@
 /** Pods with only NOTREADY sandboxes and nothing running (pods that ran to completion excepted). */
 import type { Finding } from '../../model/triage.js';
-import type { ContainerRow } from '../../sources/cri/runtime-view.js';
+import type { ContainerRow } from '../../view/runtime-view.js';
 import { secondsSince, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
 import { THRESHOLDS } from '../thresholds.js';

@@ -1,7 +1,7 @@
 /** Sources of the snapshot that did not answer: the rules needing them did not run. */
 import type { Finding, Severity } from '../../model/triage.js';
 import { idsOf } from '../findings.js';
-import type { Outcome } from '../../util/deadline.js';
+import type { Outcome } from '../../lib/deadline.js';
 import type { TriageSnapshot } from '../snapshot.js';
 import type { Rule } from './rule.js';
 

@@ -15,7 +15,7 @@ import t from 'tap';
 import { installProblemHandlers } from '../../../src/server/plugins/problems.js';
 import { installSharedBody } from '../../../src/server/plugins/shared-body.js';
 import { installTextFormat } from '../../../src/server/plugins/text-format.js';
-import { SLICING } from '../../../src/util/slices.js';
+import { SLICING } from '../../../src/lib/slices.js';
 
 const get = (base: string, path: string) =>
   new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {

@@ -1,0 +1,351 @@
+/**
+ * The cgroup v2 source: which cgroup mode the host runs, where the kubepods
+ * cgroups are (both kubelet drivers), and what each one's interface files say.
+ *
+ * Every cgroup directory is resolved once (HostFs.dir / child) and its files are
+ * then opened with readIn (O_NOFOLLOW, no path walk), so a node with a thousand
+ * containers costs one open per file. Cgroups that vanish between the walk and
+ * the read (a container that just died) are skipped, not errors.
+ */
+import type { Dirent } from 'node:fs';
+import type { CgroupDriver, CgroupMode, CgroupStats, IoDeviceStat, KubeCgroup, PidsStats, Pressure, QosClass } from '../../model/cgroup.js';
+import { readInNoLink } from '../hostfs/safe-read.js';
+import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
+import { setImmediate as nextImmediate } from 'node:timers/promises';
+import { mapLimit } from '../../lib/concurrency.js';
+import { Slice } from '../../lib/turns.js';
+import { scanFilesInSync } from '../hostfs/read-sync.js';
+import { cpuMaxAt, cpuStatInto, emptyCpu, emptyMemory, ioStatAt, limitAt, memoryEventsAt, memoryStatInto, psiAt, singleAt, workingSet } from './parse.js';
+import { KUBEPODS_NAMES, normUid } from './kubepods-path.js';
+
+export const CGROUP_MOUNT = '/sys/fs/cgroup';
+
+/** statfs f_type magics (linux/magic.h) */
+const FS_MAGIC: Record<number, string> = {
+  0x63677270: 'cgroup2fs',
+  0x27e0eb: 'cgroupfs',
+  0x01021994: 'tmpfs',
+  0xef53: 'ext2/ext3',
+  0x9123683e: 'btrfs',
+  0x58465342: 'xfs',
+  0x794c7630: 'overlayfs',
+};
+
+/** How many cgroups are read at once; each reads its ~18 files in parallel. */
+export const READ_CONCURRENCY = 32;
+
+/** A kubepods cgroup with its directory resolved under the host root. */
+export interface FoundCgroup extends KubeCgroup {
+  dir: ResolvedDir;
+}
+
+const N = KUBEPODS_NAMES;
+
+/**
+ * cgroup v2 (unified), hybrid (v1 controllers, v2 only for systemd at /sys/fs/cgroup/unified)
+ * or v1. A tree generated for tests is a plain directory: there the presence of
+ * cgroup.controllers at the mount point decides, as it does on a real v2 host.
+ */
+export async function detectMode(fs: HostFs): Promise<CgroupMode> {
+  const [st, controllers, kubepods] = await Promise.all([
+    fs.statfs(CGROUP_MOUNT),
+    fs.readFile(`${CGROUP_MOUNT}/cgroup.controllers`, 4096),
+    findKubepodsRoots(fs),
+  ]);
+  const fsType = st ? (FS_MAGIC[st.type] ?? `0x${st.type.toString(16)}`) : null;
+  const drivers = kubepods.map((k) => k.driver);
+  if (fsType === 'cgroup2fs' || controllers !== null) return { version: 'v2', fsType, drivers, reason: null };
+  if (st === null) {
+    return { version: 'unknown', fsType, drivers, reason: `${CGROUP_MOUNT} is not there under the host root` };
+  }
+  const unified = await fs.readFile(`${CGROUP_MOUNT}/unified/cgroup.controllers`, 4096);
+  if (unified !== null || (await fs.statfs(`${CGROUP_MOUNT}/unified`))?.type === 0x63677270) {
+    return {
+      version: 'hybrid',
+      fsType,
+      drivers,
+      reason: `hybrid cgroup hierarchy: ${CGROUP_MOUNT} is ${fsType} with v1 controllers, cgroup2 only at ${CGROUP_MOUNT}/unified; nodetruth reads cgroup v2 only (boot with systemd.unified_cgroup_hierarchy=1)`,
+    };
+  }
+  const v1 = (await Promise.all(['memory', 'cpu', 'pids'].map((c) => fs.exists(`${CGROUP_MOUNT}/${c}`)))).some(Boolean);
+  if (v1) {
+    return {
+      version: 'v1',
+      fsType,
+      drivers,
+      reason: `cgroup v1: ${CGROUP_MOUNT} is ${fsType} with per-controller hierarchies; nodetruth reads cgroup v2 only (boot with systemd.unified_cgroup_hierarchy=1)`,
+    };
+  }
+  return { version: 'unknown', fsType, drivers, reason: `${CGROUP_MOUNT} (${fsType}) has neither cgroup.controllers nor v1 controllers` };
+}
+
+async function findKubepodsRoots(fs: HostFs): Promise<{ driver: CgroupDriver; dir: ResolvedDir }[]> {
+  const root = await fs.dir(CGROUP_MOUNT);
+  const entries = await fs.readdir(root);
+  if (!entries) return [];
+  const out: { driver: CgroupDriver; dir: ResolvedDir }[] = [];
+  for (const e of entries) {
+    if (!e.isDirectory()) continue;
+    if (e.name === 'kubepods.slice') out.push({ driver: 'systemd', dir: fs.child(root, e.name) });
+    else if (e.name === 'kubepods') out.push({ driver: 'cgroupfs', dir: fs.child(root, e.name) });
+  }
+  return out.sort((a, b) => a.driver.localeCompare(b.driver)).reverse(); // systemd first
+}
+
+const cgroupPath = (dir: ResolvedDir) => dir.hostPath.slice(CGROUP_MOUNT.length) || '/';
+const dirs = (entries: Dirent[] | null) => (entries ?? []).filter((e) => e.isDirectory());
+
+const errText = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+
+/**
+ * The subdirectories of one cgroup; one that cannot be listed (EACCES under an LSM,
+ * EIO, ...) is skipped with a warning instead of failing the whole walk.
+ */
+async function subdirs(fs: HostFs, dir: ResolvedDir, warnings: string[] | undefined): Promise<Dirent[]> {
+  try {
+    const entries = await fs.readdir(dir);
+    // cgroupfs holds no links: one under kubepods was planted (a loop, a way out); never followed, named
+    for (const e of entries ?? []) {
+      if (e.isSymbolicLink()) warnings?.push(`cgroup ${cgroupPath(dir)}/${e.name}: a symbolic link where a cgroup directory belongs, skipped`);
+    }
+    return dirs(entries);
+  } catch (err) {
+    warnings?.push(`cgroup ${cgroupPath(dir)}: cannot list (${errText(err)}), skipped`);
+    return [];
+  }
+}
+
+interface PodDir {
+  driver: CgroupDriver;
+  qos: QosClass;
+  podUid: string;
+  dir: ResolvedDir;
+}
+
+/**
+ * Every pod cgroup and, unless `podsOnly`, every container cgroup under kubepods,
+ * for both drivers. Only real directories are followed (readdir's d_type), never
+ * symlinks. Pods come before their containers; order is otherwise the kernel's.
+ */
+export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUid?: string; warnings?: string[] } = {}): Promise<FoundCgroup[]> {
+  const pods: PodDir[] = [];
+  const warnings = opts.warnings;
+  for (const { driver, dir } of await findKubepodsRoots(fs)) {
+    const top = await subdirs(fs, dir, warnings);
+    const qosDirs: { qos: QosClass; dir: ResolvedDir }[] = [];
+    for (const e of top) {
+      if (driver === 'systemd') {
+        const g = N.systemdPod.exec(e.name);
+        if (g && g[1] === undefined) pods.push({ driver, qos: 'guaranteed', podUid: normUid(g[2]!), dir: fs.child(dir, e.name) });
+        const q = N.systemdQos.exec(e.name);
+        if (q) qosDirs.push({ qos: q[1] as QosClass, dir: fs.child(dir, e.name) });
+      } else {
+        const g = N.cgroupfsPod.exec(e.name);
+        if (g) pods.push({ driver, qos: 'guaranteed', podUid: normUid(g[1]!), dir: fs.child(dir, e.name) });
+        if (N.cgroupfsQos.includes(e.name)) qosDirs.push({ qos: e.name as QosClass, dir: fs.child(dir, e.name) });
+      }
+    }
+    const lists = await Promise.all(qosDirs.map(async (q) => ({ q, entries: await subdirs(fs, q.dir, warnings) })));
+    for (const { q, entries } of lists) {
+      for (const e of entries) {
+        if (driver === 'systemd') {
+          const m = N.systemdPod.exec(e.name);
+          if (m && m[1] === q.qos) pods.push({ driver, qos: q.qos, podUid: normUid(m[2]!), dir: fs.child(q.dir, e.name) });
+        } else {
+          const m = N.cgroupfsPod.exec(e.name);
+          if (m) pods.push({ driver, qos: q.qos, podUid: normUid(m[1]!), dir: fs.child(q.dir, e.name) });
+        }
+      }
+    }
+  }
+  const wanted = opts.podUid === undefined ? pods : pods.filter((p) => p.podUid === opts.podUid);
+  const podCgroup = (p: PodDir): FoundCgroup => ({
+    kind: 'pod',
+    path: cgroupPath(p.dir),
+    driver: p.driver,
+    qos: p.qos,
+    podUid: p.podUid,
+    containerId: null,
+    runtime: null,
+    dir: p.dir,
+  });
+  if (opts.podsOnly) return wanted.map(podCgroup);
+  const perPod = await mapLimit(wanted, READ_CONCURRENCY, async (p) => {
+    const out: FoundCgroup[] = [podCgroup(p)];
+    for (const e of await subdirs(fs, p.dir, warnings)) {
+      const m = (p.driver === 'systemd' ? N.systemdContainer : N.cgroupfsContainer).exec(e.name);
+      if (!m) continue; // crio-conmon-<id>.scope, anything else a runtime put there
+      const dir = fs.child(p.dir, e.name);
+      out.push({
+        kind: 'container',
+        path: cgroupPath(dir),
+        driver: p.driver,
+        qos: p.qos,
+        podUid: p.podUid,
+        containerId: m[2]!,
+        runtime: m[1] ?? null,
+        dir,
+      });
+    }
+    return out;
+  });
+  return perPod.flat();
+}
+
+/** The interface files read for each cgroup, in one place. */
+const FILES = [
+  'memory.current',
+  'memory.max',
+  'memory.peak',
+  'memory.swap.current',
+  'memory.swap.max',
+  'memory.events',
+  'memory.events.local',
+  'memory.stat',
+  'cpu.stat',
+  'cpu.max',
+  'cpu.weight',
+  'pids.current',
+  'pids.max',
+  'io.stat',
+  'cpu.pressure',
+  'memory.pressure',
+  'io.pressure',
+  // last, so the indexes above keep their numbers
+  'memory.high',
+] as const;
+export const STAT_FILES: readonly string[] = FILES;
+export type StatFile = (typeof FILES)[number];
+
+const FILE_ID = new Map<string, number>(FILES.map((f, i) => [f, i]));
+/** For each list of files a caller reads, their index in FILES (worked out once per list). */
+const fileIds = new WeakMap<readonly StatFile[], Uint8Array>();
+const idsOf = (only: readonly StatFile[]) => {
+  let ids = fileIds.get(only);
+  if (!ids) fileIds.set(only, (ids = Uint8Array.from(only, (f) => FILE_ID.get(f)!)));
+  return ids;
+};
+
+/** The largest file read: io.stat of a node with many devices; anything longer is cut (and its last line refused). */
+const MAX_FILE_BYTES = 64 * 1024;
+
+/**
+ * Read and parse one cgroup's files. Missing files give nulls; null overall
+ * when the cgroup itself is gone (cpu.stat exists in every v2 cgroup, whether
+ * or not the cpu controller is enabled). Synchronous reads (scanFilesInSync):
+ * cgroupfs never waits on a disk, and one cgroup is a small batch. Each file is
+ * parsed in the read buffer as it is (no string per file, line or key), and only
+ * the keys a record holds are kept.
+ */
+export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] = FILES, onMalformed?: (file: string) => void): CgroupStats | null {
+  // `only`: a caller that needs a few fields (a /metrics scrape) reads only their files;
+  // the others parse as absent (null). On a 1,000-container node every file is ~20 µs.
+  const ids = idsOf(only);
+  const memory = emptyMemory();
+  const cpu = emptyCpu();
+  const pids: PidsStats = { current: null, max: null };
+  const pressure: Pressure = { cpu: null, memory: null, io: null };
+  let io: IoDeviceStat[] | null = null;
+  let sawCpuStat = false;
+  let id = 0;
+  // one closure a cgroup, not one a file: it names the file being parsed
+  const bad = onMalformed && (() => onMalformed(FILES[id]!));
+  const there = scanFilesInSync(dir, only, MAX_FILE_BYTES, (i, b, len) => {
+    id = ids[i]!;
+    switch (id) {
+      case 0: memory.current = singleAt(b, 0, len, bad); break;
+      case 1: memory.max = limitAt(b, 0, len, bad); break;
+      case 2: memory.peak = singleAt(b, 0, len, bad); break;
+      case 3: memory.swapCurrent = singleAt(b, 0, len, bad); break;
+      case 4: memory.swapMax = limitAt(b, 0, len, bad); break;
+      case 5: memory.events = memoryEventsAt(b, 0, len, bad); break;
+      case 6: memory.eventsLocal = memoryEventsAt(b, 0, len, bad); break;
+      case 7: memoryStatInto(memory, b, 0, len, bad); break;
+      case 8: sawCpuStat = true; cpuStatInto(cpu, b, 0, len, bad); break;
+      case 9: cpu.max = cpuMaxAt(b, 0, len, bad); break;
+      case 10: cpu.weight = singleAt(b, 0, len, bad); break;
+      case 11: pids.current = singleAt(b, 0, len, bad); break;
+      case 12: pids.max = limitAt(b, 0, len, bad); break;
+      case 13: io = ioStatAt(b, 0, len, bad); break;
+      case 14: pressure.cpu = psiAt(b, 0, len, bad); break;
+      case 15: pressure.memory = psiAt(b, 0, len, bad); break;
+      case 16: pressure.io = psiAt(b, 0, len, bad); break;
+      case 17: memory.high = limitAt(b, 0, len, bad); break;
+    }
+  });
+  if (!there) return null;
+  if (!sawCpuStat) {
+    let controllers = false;
+    scanFilesInSync(dir, CONTROLLERS, 4096, () => (controllers = true));
+    if (!controllers) return null;
+  }
+  memory.workingSet = workingSet(memory.current, memory.inactiveFile);
+  return { memory, cpu, pids, io, pressure };
+}
+const CONTROLLERS = ['cgroup.controllers'];
+
+export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<CgroupStats | null> {
+  return readCgroupStatsSync(dir);
+}
+
+/**
+ * Cgroups read between two yields to the event loop, at most: 64 take ~10 ms on a loaded
+ * 2-core machine (1,450 of them ~250 ms). Fewer when they take longer than READ_SLICE_MS
+ * (a slow kernel, files full of junk: up to 17 x 64 KiB each), the clock read every 4.
+ * Not lib/turns' 8 ms queue: measured under 50 connections (bench/RESULTS.md, "the event
+ * loop at 3,000 containers"), slices that small behind one queue leave the reads of
+ * /v1/cgroups behind the renders that yield with a plain setImmediate, and the load shedder
+ * answered 503 to 13-38 of them a run at 1,000 containers (none with a plain yield); at 20 ms and a plain
+ * yield the longest stretch stayed <= 45 ms of CPU at 1,000 and 3,000 containers.
+ */
+const BATCH = 64;
+const READ_SLICE_MS = 20;
+
+/**
+ * Read many cgroups, yielding to the event loop every few; vanished ones are dropped,
+ * and one that cannot be read (a directory in place of a file: EISDIR; EACCES; EIO)
+ * is skipped and named in `warnings`, so it never fails the whole list.
+ */
+export async function readMany<C extends FoundCgroup>(
+  _fs: HostFs,
+  cgroups: readonly C[],
+  batch = BATCH,
+  only: readonly StatFile[] = FILES,
+  warnings?: string[],
+  pause: () => Promise<unknown> = () => nextImmediate(),
+): Promise<(C & { stats: CgroupStats })[]> {
+  const out: (C & { stats: CgroupStats })[] = [];
+  // malformed lines are skipped by the parsers and the rest kept; the files are named once per cgroup
+  const malformed = new Set<string>();
+  const onMalformed = warnings && ((f: string) => malformed.add(f));
+  const slice = new Slice(batch, READ_SLICE_MS, pause);
+  for (let i = 0; i < cgroups.length; i++) {
+    // every `batch` cgroups, or sooner when they take long (files of 64 KiB of junk): the loop is never held long
+    if (slice.due()) await slice.pause();
+    const c = cgroups[i]!;
+    let stats: CgroupStats | null;
+    try {
+      stats = readCgroupStatsSync(c.dir, only, onMalformed);
+    } catch (err) {
+      malformed.clear(); // one warning for a skipped cgroup
+      warnings?.push(`cgroup ${c.path}: unreadable (${errText(err)}), skipped`);
+      continue;
+    }
+    if (malformed.size > 0) {
+      warnings?.push(`cgroup ${c.path}: malformed ${[...malformed].join(', ')} (bad lines skipped, the rest read)`);
+      malformed.clear();
+    }
+    if (stats) out.push({ ...c, stats });
+  }
+  return out;
+}
+
+/** cgroup.procs of a cgroup: the pids (in the reader's pid namespace); null when the cgroup is gone. */
+export async function readProcs(fs: HostFs, dir: ResolvedDir): Promise<number[] | null> {
+  const text = await readInNoLink(fs, dir, 'cgroup.procs');
+  if (text === null) return null;
+  return text
+    .split('\n')
+    .filter((l) => /^\d+$/.test(l))
+    .map(Number);
+}

@@ -1,0 +1,63 @@
+/**
+ * The node facts of GET /v1/node `facts` (model/node.ts NodeFacts), each part read on
+ * its own: one that cannot be read is empty with its reason in `warnings`.
+ */
+import type { DiskUse, NodeFacts, ProcessStates } from '../../model/node.js';
+import type { HostFs } from '../hostfs/hostfs.js';
+import { kubeletCertificates } from './certs.js';
+import { readConntrack } from './conntrack.js';
+import { criLatencyOf } from './cri-latency.js';
+import { diskUse, NODE_DISKS } from '../../view/node-health.js';
+import { evictionChecks, readKubeletConfig } from './kubelet-config.js';
+import { walkProcStates } from './proc-states.js';
+import { statfsBox } from './statfs.js';
+import { parseTaint } from './taint.js';
+
+const errText = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code ?? (err as Error | null)?.message ?? String(err);
+
+export interface FactsOptions {
+  cri?: Parameters<typeof criLatencyOf>[0];
+  /** the disks already read for the same answer (nodeHealth's); read here when absent */
+  disks?: DiskUse[] | Promise<DiskUse[]>;
+  warnings?: string[];
+  signal?: AbortSignal;
+  nowMs?: number;
+}
+
+const EMPTY_STATES: ProcessStates = { scanned: 0, dState: 0, zState: 0, byPod: [], samples: [], cut: null };
+
+export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<NodeFacts> {
+  const w = opts.warnings;
+  const safe = async <T>(what: string, p: () => Promise<T>, fallback: T): Promise<T> => {
+    try {
+      return await p();
+    } catch (err) {
+      w?.push(`${what}: unreadable (${errText(err)}), skipped`);
+      return fallback;
+    }
+  };
+  const walkP = safe('/proc (D/Z states)', () => walkProcStates(fs, {}, opts.signal), { states: { ...EMPTY_STATES, cut: 'the /proc walk failed' }, kubeletPid: null });
+  const [conntrack, taintText, walk, disks] = await Promise.all([
+    safe('conntrack', () => readConntrack(fs), { loaded: false as const, reason: 'unreadable' }),
+    safe('/proc/sys/kernel/tainted', () => fs.readFile('/proc/sys/kernel/tainted', 64), null),
+    walkP,
+    opts.disks ?? Promise.all(NODE_DISKS.map((p) => diskUse(fs, p, w))),
+  ]);
+  if (walk.states.cut) w?.push(`/proc (D/Z states): ${walk.states.cut}`);
+  const config = await safe('kubelet config', () => readKubeletConfig(fs, walk.kubeletPid), null);
+  if (config?.eviction.error) w?.push(`kubelet config: ${config.eviction.error}`);
+  const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, config?.tlsCertFile ?? null, opts.nowMs), []);
+  const eviction = config?.eviction ?? { configPath: null, foundBy: null, thresholds: [], checks: [], error: 'unreadable' };
+  eviction.checks = evictionChecks(eviction.thresholds, disks);
+  const taint = parseTaint(taintText);
+  if (taintText !== null && taint === null) w?.push('/proc/sys/kernel/tainted: not a number, skipped');
+  return {
+    conntrack,
+    taint,
+    processes: walk.states,
+    certificates,
+    eviction,
+    mounts: statfsBox.answers(),
+    criLatency: criLatencyOf(opts.cri ?? null)?.snapshot() ?? { windowSeconds: 0, methods: [] },
+  };
+}

@@ -1,0 +1,84 @@
+/**
+ * The runtime index (src/view/runtime-index.ts) through the real HTTP server, over the
+ * captured node's cgroup tree and a fake CRI runtime: a runtime late for its deadline
+ * renames nothing (the last successful list's names stay on /v1/cgroups and on every
+ * /metrics series), an id the last list no longer holds is forgotten, and concurrent
+ * requests of different routes share one ListContainers in flight.
+ */
+import type { AddressInfo } from 'node:net';
+import t from 'tap';
+import { testApp } from '../helpers/app.js';
+import { capturedRuntime } from '../fixtures/captured-runtime.js';
+import { FakeCriServer } from '../helpers/fake-cri.js';
+import { armCanaries, GUARANTEED_ID, GUARANTEED_UID, realNode, SPIN_ID } from '../fixtures/node-tree.js';
+
+const fx = realNode('systemd');
+armCanaries(fx.canaries);
+const node = capturedRuntime();
+const fake = new FakeCriServer(node);
+await fake.start();
+const a = await testApp(['--host-root', fx.root, '--cri-endpoint', fake.endpoint, '--cri-timeout', '400ms', '--kubelet-healthz', 'http://127.0.0.1:1/healthz']);
+await a.app.listen({ port: 0, host: '127.0.0.1' });
+const base = `http://127.0.0.1:${(a.app.server.address() as AddressInfo).port}`;
+t.teardown(async () => {
+  await a.close();
+  await fake.stop();
+  fx.cleanup();
+});
+
+type Rec = Record<string, any>;
+const getJson = async (url: string): Promise<Rec> => {
+  const res = await fetch(base + url);
+  t.equal(res.status, 200, url);
+  return (await res.json()) as Rec;
+};
+const getText = async (url: string): Promise<string> => (await fetch(base + url)).text();
+const byId = (items: Rec[], id: string) => items.find((r) => r.containerId === id);
+const seriesOf = (text: string, name: string, id: string) => text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(id));
+
+t.test('a runtime late for its deadline renames nothing: the last list names cgroups and series', async (t) => {
+  const fresh = await getJson('/v1/cgroups');
+  t.same(fresh.runtime, { joined: true });
+  t.match(byId(fresh.items, SPIN_ID), { podName: 'lab', podNamespace: 'default', containerName: 'spin', sandbox: false });
+  const m1 = await getText('/metrics');
+  t.match(seriesOf(m1, 'container_memory_working_set_bytes', SPIN_ID), /namespace="default",pod="lab",container="spin"/);
+
+  fake.delayMs = 2000; // past --cri-timeout 400ms
+  t.teardown(() => void (fake.delayMs = 0));
+  const late = await getJson('/v1/cgroups');
+  t.match(late.runtime, { joined: false, detail: /^runtime did not answer within 400 ?ms.*: names of the last successful list$/, namesFrom: 'last successful list' });
+  t.match(byId(late.items, SPIN_ID), { podName: 'lab', podNamespace: 'default', containerName: 'spin', sandbox: false }, 'same names');
+  t.match(late.items.find((r: Rec) => r.kind === 'pod' && r.podUid === GUARANTEED_UID), { podName: 'db', podNamespace: 'prod' });
+
+  const m2 = await getText('/metrics');
+  t.match(m2, /nodetruth_scrape_source_up\{source="runtime"\} 0/, 'the runtime is down in this scrape');
+  t.match(seriesOf(m2, 'container_memory_working_set_bytes', SPIN_ID), /namespace="default",pod="lab",container="spin",.*image="localhost\/nodetruth\/busybox:test"/, 'the series keeps its names');
+  t.match(seriesOf(m2, 'container_memory_working_set_bytes', GUARANTEED_ID), /namespace="prod",pod="db",container="postgres"/);
+  fake.delayMs = 0;
+});
+
+t.test('an id the last successful list no longer holds is forgotten', async (t) => {
+  const removed = node.containers.splice(node.containers.findIndex((c) => c.id === GUARANTEED_ID), 1);
+  t.teardown(() => void node.containers.push(...removed));
+  t.same((await getJson('/v1/cgroups')).runtime, { joined: true });
+  fake.delayMs = 2000;
+  t.teardown(() => void (fake.delayMs = 0));
+  const late = await getJson('/v1/cgroups');
+  t.equal(late.runtime.joined, false);
+  t.match(byId(late.items, GUARANTEED_ID), { containerName: null, sandbox: null }, 'its container name is gone');
+  t.match(byId(late.items, GUARANTEED_ID), { podName: 'db' }, 'its pod, still listed, keeps its name');
+  t.match(byId(late.items, SPIN_ID), { containerName: 'spin' });
+  fake.delayMs = 0;
+});
+
+t.test('concurrent requests of different routes share one ListContainers in flight', async (t) => {
+  fake.delayMs = 150; // long enough for the requests to overlap
+  t.teardown(() => void (fake.delayMs = 0));
+  const before = fake.calls.ListContainers ?? 0;
+  // two full-node routes (the load shedder runs two distinct ones at once) and two by id
+  const urls = ['/v1/cgroups', '/v1/containers', `/v1/cgroups/${SPIN_ID.slice(0, 8)}`, `/v1/containers/${SPIN_ID.slice(0, 8)}/namespaces`];
+  const answers = await Promise.all(urls.map((u) => fetch(base + u)));
+  t.same(answers.map((r) => r.status), [200, 200, 200, 200]);
+  t.equal((fake.calls.ListContainers ?? 0) - before, 1, 'one ListContainers for four requests');
+  fake.delayMs = 0;
+});
