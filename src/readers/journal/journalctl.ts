@@ -1,56 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { constants, promises as fsp } from 'node:fs';
-import path from 'node:path';
 import { badParameter, SourceError } from '../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { ExportParser } from './export-parser.js';
+import { ExportParser, type ExportEntry } from './export-parser.js';
 import { JOURNAL_LIMITS } from './limits.js';
 import type { JournalQuery } from './query.js';
+import { resolveJournalctl, type JournalctlCommand } from './resolve.js';
 import { OUTPUT_FIELDS, toJournalRecord, type JournalRecord } from './record.js';
 
 export type JournalQueryJ = Extract<JournalQuery, { kind: 'journal' }>;
-
-/** How journalctl is run: argv0 + fixed leading arguments (chroot, --root). */
-export interface JournalctlCommand {
-  mode: 'host' | 'host-chroot' | 'bundled' | 'configured';
-  file: string;
-  args: string[];
-}
-
-export async function findExecutable(name: string, dirs = (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':')): Promise<string | null> {
-  for (const d of dirs) {
-    if (!d) continue;
-    const p = path.join(d, name);
-    try {
-      await fsp.access(p, constants.X_OK);
-      return p;
-    } catch {
-      /* next */
-    }
-  }
-  return null;
-}
-
-/**
- * Which journalctl reads the host's journal. `auto`: the host's own (it can read
- * every file format its journald writes) through chroot when the host root is
- * elsewhere, else ours with --root=<host-root>. A path: that binary, --root=<host-root>.
- * --root reads both <root>/var/log/journal and <root>/run/log/journal (several
- * --directory flags do not add up: the last one wins, measured with systemd 252).
- */
-export async function resolveJournalctl(hostFs: HostFs, setting: string): Promise<JournalctlCommand> {
-  const root = hostFs.root;
-  if (setting !== 'auto') return { mode: 'configured', file: setting, args: [`--root=${root}`] };
-  for (const candidate of ['/usr/bin/journalctl', '/bin/journalctl']) {
-    if (!(await hostFs.exists(candidate))) continue;
-    if (root === '/') return { mode: 'host', file: candidate, args: ['--root=/'] };
-    const chroot = process.getuid?.() === 0 ? await findExecutable('chroot') : null;
-    if (chroot) return { mode: 'host-chroot', file: chroot, args: [root, candidate, '--root=/'] };
-  }
-  const bundled = await findExecutable('journalctl');
-  if (!bundled) throw new SourceError('source_unavailable', 'no journalctl found: neither on the host nor bundled');
-  return { mode: 'bundled', file: bundled, args: [`--root=${root}`] };
-}
 
 const usec = (us: number) => `@${Math.floor(us / 1e6)}.${String(us % 1e6).padStart(6, '0')}`;
 
@@ -72,6 +29,9 @@ export function journalctlArgs(q: JournalQueryJ): string[] {
   }
   return a;
 }
+
+/** The journalctl arguments of a whole-unit export (every field), as exportUnits runs them. */
+export const exportArgs = (units: string[], sinceUs: number): string[] => ['--no-pager', '--output=export', ...units.map((u) => `--unit=${u}`), `--since=${usec(sinceUs)}`];
 
 export interface JournalResult {
   records: JournalRecord[];
@@ -138,7 +98,7 @@ export class JournalSource {
   async checkPattern(pattern: string, signal?: AbortSignal): Promise<void> {
     const cmd = await this.resolve();
     const args = cmd.args.map((a) => (a.startsWith('--root=') ? '--root=/nonexistent-nodetruth' : a));
-    const { stderr } = await this.run(cmd.file, [...args, '--quiet', '--lines=0', `--grep=${pattern}`], 5000, signal);
+    const { stderr } = await this.probe(cmd.file, [...args, '--quiet', '--lines=0', `--grep=${pattern}`], 5000, signal);
     if (signal?.aborted) return;
     classifyStderr(stderr, 0, { pattern, boot: null });
   }
@@ -146,10 +106,38 @@ export class JournalSource {
   /** Run a bounded, non-follow query and collect the records. */
   async query(q: JournalQueryJ, signal?: AbortSignal): Promise<JournalResult> {
     if (q.follow) throw new Error('use follow() for follow queries');
+    const records: JournalRecord[] = [];
+    const r = await this.collect(journalctlArgs(q), { deadlineMs: this.deadlineMs, maxBytes: this.maxBytes }, signal, (e) => void records.push(toJournalRecord(e)));
+    if (!r.truncated && !signal?.aborted && r.code !== null) classifyStderr(r.stderr, r.code, q);
+    // journalctl 252 prints `--lines=N --grep=P` newest first (it searches backwards and
+    // forgets to turn round); kubelet's node log query inherits that. Restore oldest-first.
+    if (q.pattern !== null && q.tailLines !== null && records.length > 1 && records[0]!.time > records.at(-1)!.time) records.reverse();
+    return { records, warnings: warningsOf(r.stderr), truncated: r.truncated, command: r.command };
+  }
+
+  /**
+   * Every field of every entry of `units` since `sinceUs`, oldest first, handed to
+   * `onEntry` as parsed (false from it stops journalctl: its own bound). Bounded by
+   * `bounds` like a query; journalctl's complaints are thrown as a query's are.
+   */
+  async exportUnits(units: string[], sinceUs: number, bounds: { deadlineMs: number; maxBytes: number }, signal: AbortSignal | undefined, onEntry: (e: ExportEntry) => boolean): Promise<Omit<JournalResult, 'records'>> {
+    const r = await this.collect(exportArgs(units, sinceUs), bounds, signal, onEntry);
+    if (!r.truncated && !signal?.aborted && r.code !== null) classifyStderr(r.stderr, r.code, { pattern: null, boot: null });
+    return { warnings: warningsOf(r.stderr), truncated: r.truncated, command: r.command };
+  }
+
+  /**
+   * The one non-follow runner: journalctl with `args` after the command's own, its export
+   * output parsed entry by entry, no byte past `maxBytes` parsed, killed at `deadlineMs`
+   * or when `signal` aborts, and reaped before this returns; counted against maxChildren.
+   * `code` is null when nothing was started (the signal had aborted).
+   */
+  private async collect(args: string[], bounds: { deadlineMs: number; maxBytes: number }, signal: AbortSignal | undefined, onEntry: (e: ExportEntry) => boolean | void): Promise<{ code: number | null; stderr: string; truncated: JournalResult['truncated']; command: string[] }> {
     const cmd = await this.resolve();
-    const argv = [...cmd.args, ...journalctlArgs(q)];
+    const argv = [...cmd.args, ...args];
+    const command = [cmd.file, ...argv];
     // nobody is waiting for the answer any more: start nothing
-    if (signal?.aborted) return { records: [], warnings: [], truncated: null, command: [cmd.file, ...argv] };
+    if (signal?.aborted) return { code: null, stderr: '', truncated: null, command };
     const release = this.slot();
     let child: ChildProcess;
     try {
@@ -159,13 +147,12 @@ export class JournalSource {
       throw err;
     }
     const parser = new ExportParser();
-    const records: JournalRecord[] = [];
     let truncated: JournalResult['truncated'] = null;
     const stop = (why: 'bytes' | 'deadline' | null) => {
       if (why && !truncated) truncated = why;
       child.kill('SIGTERM');
     };
-    const timer = setTimeout(() => stop('deadline'), this.deadlineMs);
+    const timer = setTimeout(() => stop('deadline'), bounds.deadlineMs);
     const onAbort = () => stop(null);
     signal?.addEventListener('abort', onAbort, { once: true });
     const stderr = collectStderr(child);
@@ -173,18 +160,18 @@ export class JournalSource {
       for await (const chunk of child.stdout! as AsyncIterable<Buffer>) {
         if (truncated) continue; // drain until exit
         // Parse no byte past the bound, so the answer stays bounded whatever the pipe's chunk size.
-        const room = Math.max(0, this.maxBytes - parser.bytes);
+        const room = Math.max(0, bounds.maxBytes - parser.bytes);
         const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
-        for (const e of parser.push(part)) records.push(toJournalRecord(e));
+        for (const e of parser.push(part)) {
+          if (onEntry(e) === false) {
+            stop('bytes');
+            break;
+          }
+        }
         if (part.length < chunk.length) stop('bytes');
       }
       const code = await exited(child);
-      const err = stderr();
-      if (!truncated && !signal?.aborted) classifyStderr(err, code, q);
-      // journalctl 252 prints `--lines=N --grep=P` newest first (it searches backwards and
-      // forgets to turn round); kubelet's node log query inherits that. Restore oldest-first.
-      if (q.pattern !== null && q.tailLines !== null && records.length > 1 && records[0]!.time > records.at(-1)!.time) records.reverse();
-      return { records, warnings: warningsOf(err), truncated, command: [cmd.file, ...argv] };
+      return { code, stderr: stderr(), truncated, command };
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -240,7 +227,7 @@ export class JournalSource {
     }
   }
 
-  private async run(file: string, argv: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ code: number; stderr: string }> {
+  private async probe(file: string, argv: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ code: number; stderr: string }> {
     if (signal?.aborted) return { code: 0, stderr: '' };
     const release = this.slot();
     let child: ChildProcess;
