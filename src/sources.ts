@@ -18,9 +18,9 @@ import { KmsgReader } from './readers/kmsg/reader.js';
 import { lazyKubeAccess, type KubeAccess } from './readers/kube/api.js';
 import { OomSource } from './view/oom.js';
 import { PodLogs } from './readers/podlogs/podlogs.js';
-import { procReadiness } from './readers/proc/limiter.js';
+import { procReads } from './readers/proc/limiter.js';
 import { criLatencyOf } from './readers/node/cri-latency.js';
-import { statfsReadiness } from './readers/node/statfs.js';
+import { statfsCalls } from './readers/node/statfs.js';
 
 /** One source's answer to "can you read your layer right now?" */
 export interface SourceReadiness {
@@ -106,8 +106,8 @@ function readinessChecks(config: Config, hostFs: HostFs, cri: CriClient | null):
     return { ok, detail: ok ? `reading the host under ${config.hostRoot}` : `no /proc under ${config.hostRoot}` };
   });
   // cmdline reads stuck on a process's memory map (readers/proc/limiter.ts): not green while they hang
-  checks.set('proc', async () => procReadiness());
+  checks.set('proc', async () => procReads.readiness());
   // a hung mount's statfs never returns (node/statfs.ts): not green while one is out
-  checks.set('mounts', async () => statfsReadiness());
+  checks.set('mounts', async () => statfsCalls.readiness());
   return checks;
 }

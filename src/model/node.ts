@@ -4,10 +4,14 @@ import type { CgroupMode, Pressure } from './cgroup.js';
 export interface DiskUse {
   /** host path asked for: /, /var/lib/containerd, /var/lib/kubelet */
   path: string;
-  /** false when the path does not exist on the host, or its statfs did not answer (then every figure is null) */
-  present: boolean;
-  /** why there are no figures although the path may be there: its statfs did not return in time (a hung mount) */
-  notAnswering?: string;
+  /**
+   * true: read; false: the path is not on the host; null: NOT READ, nothing is known of this
+   * disk (its statfs did not return in time, found no free slot, or failed: `notRead` says which).
+   * Every figure is null unless true.
+   */
+  present: boolean | null;
+  /** why the disk was not read (present null) */
+  notRead?: string;
   totalBytes: number | null;
   freeBytes: number | null;
   /** free for unprivileged users (what kubelet's nodefs.available uses) */

@@ -13,7 +13,8 @@ import type { HostFs } from '../readers/hostfs/hostfs.js';
 import { parseLoadavg, parseMeminfo, parseUptime } from '../readers/proc/parse.js';
 import { countProcesses } from '../readers/proc/proc.js';
 import { kubeletHealthz } from '../readers/node/kubelet.js';
-import { type StatfsBox, statfsBox } from '../readers/node/statfs.js';
+import { statfs, statfsCalls } from '../readers/node/statfs.js';
+import type { Guard } from '../lib/guard.js';
 
 export const NODE_DISKS = ['/', '/var/lib/containerd', '/var/lib/kubelet'] as const;
 
@@ -38,27 +39,29 @@ const single = (t: string | null) => {
   return Number.isFinite(n) ? n : null;
 };
 
-export async function diskUse(fs: HostFs, path: string, warnings?: string[], box: StatfsBox = statfsBox): Promise<DiskUse> {
-  // time-boxed: a hung mount never returns from statfs (statfs.ts); it is reported, not waited for
-  const timed = await part(`statfs ${path}`, () => box.statfs(fs, path), null, warnings);
-  if (timed && !timed.ok) warnings?.push(`statfs ${path}: ${timed.reason}, skipped`);
-  const st = timed?.ok ? timed.value : null;
-  if (!st) {
-    return {
-      ...(timed && !timed.ok ? { notAnswering: timed.reason } : {}),
-      path,
-      present: false,
-      totalBytes: null,
-      freeBytes: null,
-      availableBytes: null,
-      usedBytes: null,
-      availableRatio: null,
-      inodesTotal: null,
-      inodesFree: null,
-      inodesUsed: null,
-      inodesFreeRatio: null,
-    };
+const NO_FIGURES = {
+  totalBytes: null,
+  freeBytes: null,
+  availableBytes: null,
+  usedBytes: null,
+  availableRatio: null,
+  inodesTotal: null,
+  inodesFree: null,
+  inodesUsed: null,
+  inodesFreeRatio: null,
+} as const;
+
+export async function diskUse(fs: HostFs, path: string, warnings?: string[], guard: Guard = statfsCalls): Promise<DiskUse> {
+  // guarded: a hung mount never returns from statfs (readers/node/statfs.ts); it is reported, not waited for
+  const r = await statfs(fs, path, guard);
+  if (!r.ok) {
+    // not read is not absent: a disk that missed its deadline says so, and nothing is concluded from it
+    const why = r.timedOut || r.cause === null ? r.error : `unreadable (${r.error})`;
+    warnings?.push(`statfs ${path}: ${why}, not read`);
+    return { path, present: null, notRead: why, ...NO_FIGURES };
   }
+  const st = r.value;
+  if (!st) return { path, present: false, ...NO_FIGURES };
   const total = st.blocks * st.bsize;
   const free = st.bfree * st.bsize;
   const avail = st.bavail * st.bsize;

@@ -10,7 +10,7 @@ import { criLatencyOf } from './cri-latency.js';
 import { diskUse, NODE_DISKS } from '../../view/node-health.js';
 import { evictionChecks, readKubeletConfig } from './kubelet-config.js';
 import { walkProcStates } from './proc-states.js';
-import { statfsBox } from './statfs.js';
+import { mountAnswers } from './statfs.js';
 import { parseTaint } from './taint.js';
 
 const errText = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code ?? (err as Error | null)?.message ?? String(err);
@@ -57,7 +57,7 @@ export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<No
     processes: walk.states,
     certificates,
     eviction,
-    mounts: statfsBox.answers(),
+    mounts: mountAnswers(),
     criLatency: criLatencyOf(opts.cri ?? null)?.snapshot() ?? { windowSeconds: 0, methods: [] },
   };
 }

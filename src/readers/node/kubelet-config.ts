@@ -171,7 +171,11 @@ export async function readKubeletConfig(fs: HostFs, kubeletPid: number | null): 
 
 /** Each disk threshold in force against the filesystem it watches (nodefs: /var/lib/kubelet, imagefs: /var/lib/containerd). */
 export function evictionChecks(thresholds: readonly EvictionThreshold[], disks: readonly DiskUse[]): EvictionCheck[] {
-  const disk = (p: string) => disks.find((d) => d.path === p && d.present) ?? disks.find((d) => d.path === '/' && d.present);
+  // a path not on the host falls back to / (what holds it then); a disk not read is not checked
+  const disk = (p: string) => {
+    const d = disks.find((x) => x.path === p);
+    return d?.present === false || d === undefined ? disks.find((x) => x.path === '/' && x.present) : d.present ? d : undefined;
+  };
   const out: EvictionCheck[] = [];
   for (const t of thresholds) {
     const [fsName, what] = t.signal.split('.') as [string, string];

@@ -9,15 +9,14 @@
  * counters without taking mmap_lock, and readlink of ns/* only checks ptrace access,
  * so those stay on the ordinary path.
  *
- * Every such read goes through one limiter for the whole process (the thread pool is
- * process-wide): at most `max` at once (2 of the 4 threads), each waited for at most
- * `timeoutMs`; after that the caller stops waiting and reports the value unavailable,
- * while the slot stays counted as busy (the thread may be stuck for good) until the
- * read really returns. /readyz reports the stuck reads.
+ * Every such read goes through one guard for the whole process (lib/guard.ts): at most 2
+ * at once (of the 4 threads), each waited for at most `readTimeoutMs`; after that the
+ * caller stops waiting and reports the value unavailable, while the slot stays held (the
+ * thread may be stuck for good) until the read really returns.
  */
 import { constants, promises as fsp } from 'node:fs';
 import { isGone } from '../hostfs/hostfs.js';
-import { Slots } from '../../lib/slots.js';
+import { Guard } from '../../lib/guard.js';
 
 export const PROC_LIMITS = {
   /** pool threads blocking /proc reads may hold at once (libuv has 4 unless UV_THREADPOOL_SIZE says otherwise) */
@@ -35,82 +34,23 @@ export const PROC_LIMITS = {
   cmdlineMaxBytes: 4096,
 } as const;
 
-export type Limited<T> = { ok: true; value: T } | { ok: false; reason: string };
-
-export class BlockingReadLimiter {
-  /** reads past their timeout whose thread has not come back */
-  stuck = 0;
-  /** reads that ever timed out (for /readyz) */
-  timedOut = 0;
-  private readonly slots: Slots;
-
-  constructor(
-    readonly max: number,
-    readonly timeoutMs: number,
-  ) {
-    this.slots = new Slots(max);
-  }
-
-  /** slots held: reads running, including those past their timeout */
-  get busy(): number {
-    return this.slots.busy;
-  }
-
-  /**
-   * Run `read` in a slot: wait for a free slot and for the read, together at most
-   * `timeoutMs`. A read that is late keeps its slot until it returns.
-   */
-  async run<T>(read: () => Promise<T>, signal?: AbortSignal): Promise<Limited<T>> {
-    if (this.stuck >= this.max) return { ok: false, reason: `all ${this.max} slots for /proc reads are held by reads stuck past ${this.timeoutMs} ms` };
-    const until = Date.now() + this.timeoutMs;
-    if (!(await this.slots.acquire(until, signal))) {
-      return { ok: false, reason: signal?.aborted ? 'the request ended' : `no free slot for /proc reads within ${this.timeoutMs} ms (${this.stuck} stuck)` };
-    }
-    const op = read();
-    let late = false;
-    const done = op.then(
-      (value) => ({ ok: true as const, value }),
-      (err: Error) => ({ ok: false as const, reason: (err as NodeJS.ErrnoException).code ?? err.message }),
-    );
-    void done.then(() => {
-      if (late) this.stuck--;
-      this.slots.release();
-    });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<Limited<T>>((resolve) => {
-      timer = setTimeout(() => {
-        late = true;
-        this.stuck++;
-        this.timedOut++;
-        resolve({ ok: false, reason: `the read did not return within ${this.timeoutMs} ms (the process's memory map is locked, e.g. by a hung NFS mount)` });
-      }, Math.max(1, until - Date.now()));
-    });
-    try {
-      return await Promise.race([done, timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
+export function procGuard(max: number = PROC_LIMITS.maxBlockingReads, timeoutMs: number = PROC_LIMITS.readTimeoutMs): Guard {
+  return new Guard({
+    what: '/proc cmdline read',
+    hangsWhen: "the process's memory map is locked, e.g. by a hung NFS mount",
+    whileStuck: 'process listings show no cmdline while they are',
+    max,
+    timeoutMs,
+  });
 }
 
-/** The agent's one limiter (libuv's pool is per process). */
-export const procReads = new BlockingReadLimiter(PROC_LIMITS.maxBlockingReads, PROC_LIMITS.readTimeoutMs);
-
-/** For /readyz: not ready while reads hang. */
-export function procReadiness(l: BlockingReadLimiter = procReads): { ok: boolean; detail: string } {
-  if (l.stuck > 0) {
-    return {
-      ok: false,
-      detail: `${l.stuck} of ${l.max} /proc cmdline reads stuck past ${l.timeoutMs} ms (a process's memory map is locked, e.g. a hung NFS mount); process listings show no cmdline while they are`,
-    };
-  }
-  return { ok: true, detail: `/proc reads answering (${l.busy}/${l.max} blocking-read slots in use, ${l.timedOut} timed out since start)` };
-}
+/** The agent's one guard for them (libuv's pool is per process); /readyz reports its stuck reads. */
+export const procReads = procGuard();
 
 /**
  * Read up to `maxBytes` of a file that may block in open(2) or read(2). Opened
  * without O_NONBLOCK: procfs ignores it for these files (the wait is on mmap_lock,
- * not on data), so it would protect nothing, and the limiter bounds what blocks.
+ * not on data), so it would protect nothing, and the guard bounds what blocks.
  * null when the process is gone.
  */
 export async function readBlocking(realPath: string, maxBytes: number): Promise<{ text: string; truncated: boolean } | null> {

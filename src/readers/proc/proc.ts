@@ -10,7 +10,8 @@ import { redactArgs } from '../../redact.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { mapLimit } from '../../lib/concurrency.js';
-import { PROC_LIMITS, procReads, readBlocking, type BlockingReadLimiter } from './limiter.js';
+import { PROC_LIMITS, procReads, readBlocking } from './limiter.js';
+import type { Guard } from '../../lib/guard.js';
 import { kbToBytes, parseCmdline, parseNsLink, parseProcStat, parseProcStatus } from './parse.js';
 
 const PID_RE = /^[1-9]\d{0,9}$/;
@@ -38,7 +39,7 @@ export class ProcBudget {
   constructor(
     readonly maxPids: number = PROC_LIMITS.maxCmdlinePids,
     readonly ms: number = PROC_LIMITS.cmdlineBudgetMs,
-    readonly limiter: BlockingReadLimiter = procReads,
+    readonly guard: Guard = procReads,
     readonly maxBytes: number = PROC_LIMITS.cmdlineMaxBytes,
   ) {
     this.pidsLeft = maxPids;
@@ -78,11 +79,11 @@ export async function readProcess(fs: HostFs, pid: number, opts: ReadProcessOpti
       unavailable = no;
       budget.skipped++;
     } else {
-      const r = await budget.limiter.run(() => readBlocking(`${dir.realPath}/cmdline`, budget.maxBytes), opts.signal);
+      const r = await budget.guard.run(() => readBlocking(`${dir.realPath}/cmdline`, budget.maxBytes), { signal: opts.signal });
       if (r.ok) {
         cmdText = r.value?.text ?? null;
         truncated = r.value?.truncated ?? false;
-      } else unavailable = `not read: ${r.reason}`;
+      } else unavailable = `not read: ${r.error}`;
     }
   }
   const status = parseProcStatus(statusText);

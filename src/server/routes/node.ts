@@ -36,7 +36,7 @@ function nodeTable(b: NodeHealth & { runtime: RuntimeReadiness; facts: NodeFacts
     }),
     ...b.disks.map((d) => [
       `disk ${d.path}`,
-      d.present ? `${humanSize(d.availableBytes ?? 0)} available of ${humanSize(d.totalBytes ?? 0)}; inodes ${d.inodesFree} free of ${d.inodesTotal}` : 'absent',
+      d.present ? `${humanSize(d.availableBytes ?? 0)} available of ${humanSize(d.totalBytes ?? 0)}; inodes ${d.inodesFree} free of ${d.inodesTotal}` : d.present === null ? `not read: ${d.notRead}` : 'absent',
     ]),
     ['kubelet', b.kubelet.reachable ? `${b.kubelet.status} ${b.kubelet.body}` : `unreachable: ${b.kubelet.error}`],
     ['runtime', b.runtime.reachable ? (b.runtime.ready ? 'ready' : 'not ready') : `unreachable: ${b.runtime.detail}`],

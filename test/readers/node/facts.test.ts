@@ -13,7 +13,7 @@ import { CriLatencyTracker } from '../../../src/readers/node/cri-latency.js';
 import { nodeFacts } from '../../../src/readers/node/facts.js';
 import { evictionFrom, parseThresholdValue } from '../../../src/readers/node/kubelet-config.js';
 import { walkProcStates } from '../../../src/readers/node/proc-states.js';
-import { StatfsBox } from '../../../src/readers/node/statfs.js';
+import { mountAnswers, statfs, statfsGuard } from '../../../src/readers/node/statfs.js';
 import { parseTaint } from '../../../src/readers/node/taint.js';
 import { DAY, factsHost, KUBELET_CONFIG, NOW, pem } from '../../fixtures/node-facts.js';
 import { OOM_CHILD_ID, POD_UID, realNode } from '../../fixtures/node-tree.js';
@@ -138,22 +138,19 @@ t.test('conntrack not loaded; no kubelet config anywhere', async (t) => {
   t.match(f.certificates[0], { present: false, error: 'absent' });
 });
 
-t.test('statfs box: a call that never returns is reported, not waited for, and not made again', async (t) => {
-  const box = new StatfsBox(2, 50);
+t.test('statfs: a call that never returns is reported, not waited for, and not made again', async (t) => {
+  const guard = statfsGuard(2, 50);
   let calls = 0;
-  const never = () => {
-    calls++;
-    return new Promise<never>(() => {});
-  };
-  const a = await box.run('/mnt/nfs', never);
-  t.match(a, { ok: false, reason: /did not return within 50 ms/ });
-  const b = await box.run('/mnt/nfs', never);
-  t.match(b, { ok: false, reason: /has not returned since/ });
+  const hung = { statfs: () => (calls++, new Promise<never>(() => {})) } as unknown as HostFs;
+  const fine = { statfs: async () => ({ bsize: 4096 }) } as unknown as HostFs;
+  t.match(await statfs(hung, '/mnt/nfs', guard), { ok: false, timedOut: true, outstanding: true, error: /did not return within 50 ms/ });
+  t.match(await statfs(hung, '/mnt/nfs', guard), { ok: false, outstanding: true, error: /has not returned since/ });
   t.equal(calls, 1, 'one thread held, not one per request');
-  t.match(await box.run('/', async () => 1), { ok: true, value: 1 });
-  await box.run('/mnt/other', never);
-  t.match(await box.run('/var', async () => 1), { ok: false, reason: /no free statfs slot/ }, 'two hung mounts hold both slots');
-  t.same(box.answers().filter((x) => !x.answered).map((x) => x.path), ['/mnt/nfs', '/mnt/other', '/var']);
+  t.match(await statfs(fine, '/', guard), { ok: true, value: { bsize: 4096 } });
+  await statfs(hung, '/mnt/other', guard);
+  t.match(await statfs(fine, '/var', guard), { ok: false, outstanding: false, error: /no free statfs slot/ }, 'two hung mounts hold both slots');
+  t.same(mountAnswers(guard).map((m) => [m.path, m.answered]), [['/mnt/nfs', false], ['/', true], ['/mnt/other', false], ['/var', false]]);
+  t.match(guard.readiness(), { ok: false, detail: /2 of 2 statfs calls stuck past 50 ms .*: \/mnt\/nfs, \/mnt\/other/ });
 });
 
 t.test('CRI latency: recent calls of the list methods only, bounded', async (t) => {

@@ -109,8 +109,8 @@ t.test('cmdline is cut at the cap and says so', async (t) => {
   writeFileSync(long, `/bin/app\0${'x'.repeat(PROC_LIMITS.cmdlineMaxBytes * 3)}\0`);
   const { readProcess, ProcBudget } = await import('../../../src/readers/proc/proc.js');
   const { HostFs } = await import('../../../src/readers/hostfs/hostfs.js');
-  const { BlockingReadLimiter } = await import('../../../src/readers/proc/limiter.js');
-  const p = await readProcess(new HostFs(host.root), 2004, { budget: new ProcBudget(1, 2000, new BlockingReadLimiter(1, 2000)) });
+  const { procGuard } = await import('../../../src/readers/proc/limiter.js');
+  const p = await readProcess(new HostFs(host.root), 2004, { budget: new ProcBudget(1, 2000, procGuard(1, 2000)) });
   t.equal(p?.cmdlineTruncated, true);
   t.ok(p!.cmdline.join('\0').length <= PROC_LIMITS.cmdlineMaxBytes);
   t.equal(p!.cmdline[0], '/bin/app');
@@ -119,8 +119,8 @@ t.test('cmdline is cut at the cap and says so', async (t) => {
 t.test('the per-request budget: past N pids, rows come from stat/status with a reason', async (t) => {
   const { readProcesses, ProcBudget, cmdlineWarnings } = await import('../../../src/readers/proc/proc.js');
   const { HostFs } = await import('../../../src/readers/hostfs/hostfs.js');
-  const { BlockingReadLimiter } = await import('../../../src/readers/proc/limiter.js');
-  const rows = await readProcesses(new HostFs(host.root), [1, 844, 903, 2004], 1, { budget: new ProcBudget(2, 10_000, new BlockingReadLimiter(1, 2000)) });
+  const { procGuard } = await import('../../../src/readers/proc/limiter.js');
+  const rows = await readProcesses(new HostFs(host.root), [1, 844, 903, 2004], 1, { budget: new ProcBudget(2, 10_000, procGuard(1, 2000)) });
   t.equal(rows.length, 4);
   t.equal(rows.filter((r) => r.cmdlineUnavailable === undefined).length, 2);
   t.match(rows.find((r) => r.cmdlineUnavailable)?.cmdlineUnavailable, /budget of 2 cmdlines/);
