@@ -47,11 +47,15 @@ export const nodeRule: Rule = {
   run(s) {
     if (!s.host.ok) return [];
     const h = s.host.value;
-    const disk = (p: string) => h.disks.find((d) => d.path === p && d.present);
+    // a path not on the host falls back to / (what holds it then); a disk not read concludes nothing
+    const disk = (p: string) => {
+      const d = h.disks.find((x) => x.path === p);
+      return d === undefined || d.present === false ? h.disks.find((x) => x.path === '/' && x.present) : d.present ? d : undefined;
+    };
     const dedupe = new Set<string>();
     const out: Finding[] = [
-      ...diskSignal(disk('/var/lib/kubelet') ?? disk('/'), 'nodefs', dedupe),
-      ...diskSignal(disk('/var/lib/containerd') ?? disk('/'), 'imagefs', dedupe),
+      ...diskSignal(disk('/var/lib/kubelet'), 'nodefs', dedupe),
+      ...diskSignal(disk('/var/lib/containerd'), 'imagefs', dedupe),
     ];
     const r = h.pids.pidRatio;
     if (r !== null && r >= THRESHOLDS.pidUseWarning) {
