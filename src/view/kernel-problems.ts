@@ -1,18 +1,133 @@
 /**
- * Kernel log problems (problems.ts's table) found in /dev/kmsg, each attributed to
- * a pod where the kernel names a task: /proc/<pid>/cgroup → kubepods path → pod UID
- * and container id. The pid a record names may have exited, or been reused by
- * another process since: a process that started after the record, or whose name
- * differs from the one the kernel printed, is not the one it named, and the problem
- * stays unattributed with the reason.
+ * Kernel log problems (rules/kernel-problems.ts's table) found in /dev/kmsg, each
+ * attributed to a pod where the kernel names a task: /proc/<pid>/cgroup → kubepods
+ * path → pod UID and container id. The pid a record names may have exited, or been
+ * reused by another process since: a process that started after the record, or whose
+ * name differs from the one the kernel printed, is not the one it named, and the
+ * problem stays unattributed with the reason.
+ *
+ * Matching is linear: the table's literal phrases found with indexOf, values taken by
+ * hand-written scanners (readers/kmsg/named.ts). Only facility-0 records are the
+ * kernel's: a record a process writes to /dev/kmsg gets LOG_USER (or its own facility)
+ * from the kernel, so a tenant cannot forge a hung task of another pod.
  */
+import { setImmediate as yieldNow } from 'node:timers/promises';
 import type { QosClass } from '../model/cgroup.js';
+import { containsInOrder } from '../lib/phrases.js';
 import { parseKubepodsPath } from '../readers/cgroup/kubepods-path.js';
 import type { HostFs } from '../readers/hostfs/hostfs.js';
 import { formatMicros } from '../readers/journal/time.js';
-import { parseProcStat } from '../readers/proc/parse.js';
-import { type KernelProblem, scanKernelProblems } from '../rules/kernel-problems.js';
+import { deviceNamed, hungTaskNamed, NOTHING_NAMED, netnsNamed, parseCpuLine, softLockupNamed, type Named } from '../readers/kmsg/named.js';
+import type { KmsgRecord } from '../readers/kmsg/parse.js';
 import { bootWallUs, type KmsgReader, type KmsgRing } from '../readers/kmsg/reader.js';
+import { parseProcStat } from '../readers/proc/parse.js';
+import { KERNEL_PROBLEM_LIMITS, KERNEL_PROBLEMS, type KernelPhrase, type KernelProblemKind } from '../rules/kernel-problems.js';
+
+/** One matched record, with what it names. */
+export interface KernelProblem extends Named {
+  id: string;
+  seq: number;
+  /** µs since boot */
+  tsUsec: number;
+  level: number;
+  /** the record's text, cut at excerptChars */
+  text: string;
+  /** set taint letters from the report's "Tainted:" (e.g. "DL"), "" for "Not tainted", null when not printed */
+  taint: string | null;
+  /** following records that belong to the report and were used (the CPU/PID/Comm line) */
+  context: Array<{ seq: number; text: string }>;
+}
+
+export interface KernelScan {
+  problems: KernelProblem[];
+  /** records matched per kind, including those not kept */
+  counts: Record<string, number>;
+  /** records scanned (facility 0) */
+  scanned: number;
+}
+
+const cut = (s: string, n: number) => (s.length > n ? s.slice(0, n) : s);
+
+export function phraseMatches(ph: KernelPhrase, text: string): boolean {
+  if (typeof ph === 'string') return text.includes(ph);
+  if ('prefix' in ph) return text.startsWith(ph.prefix);
+  return containsInOrder(text, ph);
+}
+
+/** The first row whose phrase the text holds, or null. Linear in the (cut) text. */
+export function matchKernelProblem(text: string): KernelProblemKind | null {
+  const m = cut(text, KERNEL_PROBLEM_LIMITS.matchChars);
+  for (const k of KERNEL_PROBLEMS) if (k.phrases.some((ph) => phraseMatches(ph, m))) return k;
+  return null;
+}
+
+/** What the record of a problem of kind `k` names, by the kind's attribution. */
+function named(k: KernelProblemKind, t: string): Named {
+  if (k.id === 'kernel-hung-task') return hungTaskNamed(t);
+  if (k.id === 'kernel-soft-lockup') return softLockupNamed(t);
+  if (k.attribution === 'device') return deviceNamed(t);
+  if (k.attribution === 'netns') return netnsNamed(t);
+  return NOTHING_NAMED;
+}
+
+/**
+ * Every problem in the records (oldest first), facility 0 only. Yields to the event
+ * loop every `chunk` records; stops early (with what it found) when `signal` aborts.
+ */
+export async function scanKernelProblems(records: readonly KmsgRecord[], signal?: AbortSignal): Promise<KernelScan> {
+  const L = KERNEL_PROBLEM_LIMITS;
+  const byKind = new Map<string, KernelProblem[]>();
+  const counts: Record<string, number> = {};
+  let scanned = 0;
+  /** records that belong to a report already taken (the "Oops:" line after "BUG: kernel NULL pointer dereference") */
+  const taken = new Set<number>();
+  for (let i = 0; i < records.length; i++) {
+    if (i > 0 && i % L.chunk === 0) {
+      await yieldNow();
+      if (signal?.aborted) break;
+    }
+    const r = records[i]!;
+    if (r.facility !== 0 || taken.has(i)) continue;
+    scanned++;
+    const text = cut(r.text, L.matchChars);
+    const k = matchKernelProblem(text);
+    if (!k) continue;
+    counts[k.id] = (counts[k.id] ?? 0) + 1;
+    const n = named(k, text);
+    const p: KernelProblem = { id: k.id, seq: r.seq, tsUsec: r.tsUsec, level: r.level, text: cut(text, L.excerptChars), ...n, taint: null, context: [] };
+    // an oops or lockup report goes on with "CPU: n PID: p Comm: c [Not] tainted..." (dump_stack / show_regs)
+    if (k.attribution === 'context-pid' || k.id === 'kernel-soft-lockup') {
+      for (let j = i + 1; j < records.length && j <= i + L.contextRecords; j++) {
+        const c = records[j]!;
+        if (c.facility !== 0) continue;
+        const ct = cut(c.text, L.matchChars);
+        const again = matchKernelProblem(ct);
+        if (again && again.id !== k.id) break; // the next report
+        if (again) {
+          // one oops prints more than one header ("BUG: ..." then "Oops: ..."): the same report
+          taken.add(j);
+          p.context.push({ seq: c.seq, text: cut(ct, L.excerptChars) });
+          continue;
+        }
+        const cpu = parseCpuLine(ct);
+        if (!cpu) continue;
+        if (p.pid === null) {
+          p.pid = cpu.pid;
+          p.comm = cpu.comm;
+        }
+        p.taint = cpu.taint;
+        p.context.push({ seq: c.seq, text: cut(ct, L.excerptChars) });
+        break;
+      }
+    }
+    const list = byKind.get(k.id) ?? [];
+    list.push(p);
+    if (list.length > L.keepPerKind) list.shift();
+    byKind.set(k.id, list);
+  }
+  const problems = [...byKind.values()].flat().sort((a, b) => a.seq - b.seq);
+  return { problems, counts, scanned };
+}
 
 export interface AttributedKernelProblem extends KernelProblem {
   /** wall-clock time of the record */

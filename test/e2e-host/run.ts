@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
 import { formatKmsgRecord, splitKmsgText } from '../../src/readers/kmsg/parse.js';
-import { scanKernelProblems } from '../../src/rules/kernel-problems.js';
+import { scanKernelProblems } from '../../src/view/kernel-problems.js';
 import { FINDINGS } from '../../src/triage/findings.js';
 import { ensureImage } from './image.js';
 import { NodeVm, projectRoot } from '../e2e/vm.js';

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { FINDINGS } from '../../src/triage/findings.js';
-import { THRESHOLDS } from '../../src/triage/thresholds.js';
+import { THRESHOLDS } from '../../src/rules/thresholds.js';
 import { RULES, SnapshotIndex } from '../../src/triage/rules/index.js';
 import { factsHost, troubledFacts } from '../fixtures/node-facts.js';
 import { healthySnapshot, ok } from '../fixtures/triage-snapshot.js';

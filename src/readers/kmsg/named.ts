@@ -5,8 +5,6 @@
  * filesystem, the network namespace, and the taint letters of a report's
  * "CPU: n PID: p Comm: c Tainted: ..." line. Pure: no I/O.
  */
-import type { KernelProblemKind } from '../../rules/kernel-problems.js';
-
 const isDigit = (c: number) => c >= 48 && c <= 57;
 
 /** Digits at `i` as a number (at most 12), or null. */
@@ -41,27 +39,27 @@ export interface Named {
   seconds: number | null;
 }
 
-const NONE: Named = { pid: null, comm: null, device: null, netns: null, seconds: null };
+export const NOTHING_NAMED: Named = { pid: null, comm: null, device: null, netns: null, seconds: null };
 
 /** "INFO: task kworker/u4:2:123 blocked for more than 120 seconds." */
-function hungTask(t: string): Named {
+export function hungTaskNamed(t: string): Named {
   const a = t.indexOf('INFO: task ');
   const b = t.indexOf(' blocked for more than ', a);
-  if (a < 0 || b < 0) return NONE;
+  if (a < 0 || b < 0) return NOTHING_NAMED;
   const cp = commPid(t, a + 'INFO: task '.length, b);
   const secs = digitsAt(t, b + ' blocked for more than '.length);
-  return { ...NONE, pid: cp?.pid ?? null, comm: cp?.comm ?? null, seconds: secs?.n ?? null };
+  return { ...NOTHING_NAMED, pid: cp?.pid ?? null, comm: cp?.comm ?? null, seconds: secs?.n ?? null };
 }
 
 /** "watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [stress:4242]" */
-function softLockup(t: string): Named {
+export function softLockupNamed(t: string): Named {
   const a = t.indexOf(' stuck for ');
-  if (a < 0) return NONE;
+  if (a < 0) return NOTHING_NAMED;
   const secs = digitsAt(t, a + ' stuck for '.length);
   const open = t.indexOf('! [', a);
   const close = t.lastIndexOf(']');
   const cp = open >= 0 && close > open ? commPid(t, open + 3, close) : null;
-  return { ...NONE, pid: cp?.pid ?? null, comm: cp?.comm ?? null, seconds: secs?.n ?? null };
+  return { ...NOTHING_NAMED, pid: cp?.pid ?? null, comm: cp?.comm ?? null, seconds: secs?.n ?? null };
 }
 
 /** the name between `open` and the next ')' ("(device sda1)", "XFS (dm-0)") */
@@ -74,7 +72,7 @@ function between(t: string, open: string, close: string): string | null {
   return v === '' ? null : v;
 }
 
-function device(t: string): Named {
+export function deviceNamed(t: string): Named {
   const d =
     between(t, 'EXT4-fs error (device ', ')') ??
     between(t, 'EXT4-fs (', ')') ??
@@ -83,7 +81,7 @@ function device(t: string): Named {
     between(t, 'Buffer I/O error on dev ', ',') ??
     journalDevice(between(t, 'Aborting journal on device ', '.')) ??
     between(t, '-fs (', ')');
-  return { ...NONE, device: d };
+  return { ...NOTHING_NAMED, device: d };
 }
 
 /** jbd2 names a journal "<bdev>-<inode>" ("vdb-8"): the device is the part before */
@@ -93,10 +91,10 @@ function journalDevice(name: string | null): string | null {
   return dash > 0 && digitsAt(name, dash + 1)?.end === name.length ? name.slice(0, dash) : name;
 }
 
-function netns(t: string): Named {
+export function netnsNamed(t: string): Named {
   const a = t.indexOf('table full in netns ');
   const d = a >= 0 ? digitsAt(t, a + 'table full in netns '.length) : null;
-  return { ...NONE, netns: d?.n ?? null };
+  return { ...NOTHING_NAMED, netns: d?.n ?? null };
 }
 
 /**
@@ -129,40 +127,4 @@ export function taintLetters(t: string, from: number): string {
     if (c !== 'G' && !out.includes(c)) out += c;
   }
   return out;
-}
-
-/** What the taint letters mean (kernel/panic.c taint_flags; Documentation/admin-guide/tainted-kernels.rst). */
-export const TAINT_LETTERS: Readonly<Record<string, string>> = {
-  P: 'proprietary module loaded',
-  F: 'module force-loaded',
-  S: 'unsafe SMP or out-of-spec CPU',
-  R: 'module force-unloaded',
-  M: 'machine check (hardware error)',
-  B: 'bad page referenced',
-  U: 'tainted by a user request',
-  D: 'the kernel died recently (oops or BUG)',
-  A: 'ACPI table overridden',
-  W: 'a kernel warning was issued',
-  C: 'staging driver loaded',
-  I: 'platform firmware bug worked around',
-  O: 'out-of-tree module loaded',
-  E: 'unsigned module loaded',
-  L: 'soft lockup occurred',
-  K: 'kernel live-patched',
-  X: 'auxiliary taint (distribution)',
-  T: 'built with struct randomization',
-  N: 'in-kernel test run',
-};
-
-export function describeTaint(letters: string): string {
-  return [...letters].map((c) => `${c} (${TAINT_LETTERS[c] ?? 'unknown'})`).join(', ');
-}
-
-/** What the record of a problem of kind `k` names, by the kind's attribution. */
-export function named(k: KernelProblemKind, t: string): Named {
-  if (k.id === 'kernel-hung-task') return hungTask(t);
-  if (k.id === 'kernel-soft-lockup') return softLockup(t);
-  if (k.attribution === 'device') return device(t);
-  if (k.attribution === 'netns') return netns(t);
-  return NONE;
 }

@@ -3,7 +3,7 @@ import type { Finding } from '../../model/triage.js';
 import type { ContainerRow } from '../../view/runtime-view.js';
 import { secondsSince, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
-import { THRESHOLDS } from '../thresholds.js';
+import { THRESHOLDS } from '../../rules/thresholds.js';
 import { type Rule, who } from './rule.js';
 
 export const crashLoopRule: Rule = {

@@ -1,9 +1,17 @@
-/** kubelet's journal: E/W/F lines of the last minutes matching thresholds.ts's phrases, one finding per kind. */
+/** kubelet's journal: E/W/F lines of the last minutes matching rules/journal-patterns.ts's phrases, one finding per kind. */
 import type { Evidence, Finding } from '../../model/triage.js';
 import { clip } from '../../format.js';
-import { idsOf } from '../findings.js';
-import { KUBELET_JOURNAL_PATTERNS, matchesJournalPattern, THRESHOLDS } from '../thresholds.js';
+import { containsInOrder } from '../../lib/phrases.js';
+import { JOURNAL_MATCH_PREFIX, type JournalPattern, KUBELET_JOURNAL_PATTERNS } from '../../rules/journal-patterns.js';
+import { THRESHOLDS } from '../../rules/thresholds.js';
+import { idsOf, kindOf } from '../findings.js';
 import { plural, type Rule } from './rule.js';
+
+/** Does the message hold one of the pattern's phrases? Linear in the (bounded) message. */
+export function matchesJournalPattern(p: JournalPattern, message: string): boolean {
+  const m = message.length > JOURNAL_MATCH_PREFIX ? message.slice(0, JOURNAL_MATCH_PREFIX) : message;
+  return p.phrases.some((ph) => (typeof ph === 'string' ? m.includes(ph) : containsInOrder(m, ph)));
+}
 
 export const journalRule: Rule = {
   name: 'journal',
@@ -30,13 +38,14 @@ export const journalRule: Rule = {
     for (const p of KUBELET_JOURNAL_PATTERNS) {
       const h = hits.get(p.id);
       if (!h) continue;
+      const k = kindOf(p.id);
       out.push({
         id: p.id,
-        severity: p.severity,
-        title: p.title,
+        severity: k.severities[0]!,
+        title: k.title,
         detail: `${plural(h.n, 'kubelet log line')} in the last ${THRESHOLDS.journalWindowMinutes} minutes (${h.first} … ${h.last})`,
         evidence: h.ev,
-        hint: p.hint,
+        hint: k.todo,
       });
     }
     return out;

@@ -6,12 +6,17 @@
  */
 import type { Evidence, Finding } from '../../model/triage.js';
 import type { AttributedKernelProblem } from '../../view/kernel-problems.js';
-import { describeTaint } from '../../readers/kmsg/named.js';
+import { TAINT_BITS } from '../../readers/node/taint.js';
 import { KERNEL_PROBLEMS, type KernelProblemKind } from '../../rules/kernel-problems.js';
+import { THRESHOLDS } from '../../rules/thresholds.js';
 import { clip, shortId } from '../../format.js';
-import { idsOf } from '../findings.js';
-import { THRESHOLDS } from '../thresholds.js';
+import { idsOf, kindOf } from '../findings.js';
 import { plural, type Rule, type SnapshotIndex, who } from './rule.js';
+
+const TAINT_MEANING = new Map(TAINT_BITS.map((b) => [b.letter, b.meaning]));
+
+/** "DL" → "D (the kernel died recently (an oops or BUG)), L (a soft lockup occurred)" */
+const describeTaint = (letters: string) => [...letters].map((c) => `${c} (${TAINT_MEANING.get(c) ?? 'unknown'})`).join(', ');
 
 function evidenceOf(p: AttributedKernelProblem): Evidence {
   const lines = [`${p.time} ${p.text}`, ...p.context.map((c) => `  [seq ${c.seq}] ${c.text}`)];
@@ -47,13 +52,14 @@ function finding(k: KernelProblemKind, g: AttributedKernelProblem[], ix: Snapsho
     !subject && last.pid !== null && last.attribution ? `not attributed to a pod: ${last.attribution}` : '',
     subject && last.containerId ? `container ${shortId(last.containerId)}` : '',
   ];
+  const text = kindOf(k.id);
   const f: Finding = {
     id: k.id,
-    severity: k.severity,
-    title: `${k.title}${where}`,
+    severity: text.severities[0]!,
+    title: `${text.title}${where}`,
     detail: parts.filter(Boolean).join('; '),
     evidence: g.slice(-THRESHOLDS.maxEvidence).map(evidenceOf),
-    hint: k.hint,
+    hint: text.todo,
   };
   if (subject) f.subject = subject;
   return f;

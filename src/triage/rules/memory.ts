@@ -3,7 +3,7 @@ import type { CgroupRecord, PsiLine } from '../../model/cgroup.js';
 import type { Evidence, Finding } from '../../model/triage.js';
 import { humanSize, percent, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
-import { THRESHOLDS } from '../thresholds.js';
+import { THRESHOLDS } from '../../rules/thresholds.js';
 import { CG, type Rule, type SnapshotIndex, who } from './rule.js';
 
 export const memoryRule: Rule = {

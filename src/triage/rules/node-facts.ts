@@ -11,7 +11,7 @@ import { CONNTRACK_COUNT, CONNTRACK_MAX } from '../../readers/node/conntrack.js'
 import { PLEG } from '../../readers/node/cri-latency.js';
 import { troubleFlags } from '../../readers/node/taint.js';
 import { idsOf } from '../findings.js';
-import { THRESHOLDS as T } from '../thresholds.js';
+import { THRESHOLDS as T } from '../../rules/thresholds.js';
 import { plural, type Rule, type SnapshotIndex, who } from './rule.js';
 
 function conntrack(f: NodeFacts): Finding[] {

@@ -3,7 +3,7 @@ import type { DiskUse } from '../../model/node.js';
 import type { Finding, Severity } from '../../model/triage.js';
 import { humanSize, percent } from '../../format.js';
 import { idsOf } from '../findings.js';
-import { THRESHOLDS } from '../thresholds.js';
+import { THRESHOLDS } from '../../rules/thresholds.js';
 import type { Rule } from './rule.js';
 
 function diskSignal(d: DiskUse | undefined, fsName: 'nodefs' | 'imagefs', dedupe: Set<string>): Finding[] {

@@ -7,7 +7,7 @@ import type { Evidence, Finding } from '../../model/triage.js';
 import type { AttributedOomKill } from '../../view/oom.js';
 import { clip, humanSize, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
-import { THRESHOLDS } from '../thresholds.js';
+import { THRESHOLDS } from '../../rules/thresholds.js';
 import { CG, plural, type Rule, who } from './rule.js';
 
 function killEvidence(k: AttributedOomKill): Evidence {

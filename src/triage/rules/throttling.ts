@@ -2,7 +2,7 @@
 import type { Finding } from '../../model/triage.js';
 import { percent } from '../../format.js';
 import { idsOf } from '../findings.js';
-import { THRESHOLDS } from '../thresholds.js';
+import { THRESHOLDS } from '../../rules/thresholds.js';
 import { CG, type Rule, who } from './rule.js';
 
 export const throttlingRule: Rule = {

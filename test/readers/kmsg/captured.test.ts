@@ -12,7 +12,8 @@ import t, { type Test } from 'tap';
 import { HostFs } from '../../../src/readers/hostfs/hostfs.js';
 import { KernelProblemsSource } from '../../../src/view/kernel-problems.js';
 import { splitKmsgText } from '../../../src/readers/kmsg/parse.js';
-import { KERNEL_PROBLEMS, scanKernelProblems } from '../../../src/rules/kernel-problems.js';
+import { scanKernelProblems } from '../../../src/view/kernel-problems.js';
+import { kindOf } from '../../../src/triage/findings.js';
 import { KmsgReader } from '../../../src/readers/kmsg/reader.js';
 import { parseKubepodsPath } from '../../../src/readers/cgroup/kubepods-path.js';
 import { parseOomReports } from '../../../src/readers/oom/parse.js';
@@ -77,8 +78,7 @@ for (const name of captures) {
     const found = await kernelFindings(t, file, records);
     t.same([...new Set(found.map((f) => f.id))].sort(), ['kernel-conntrack-full', 'kernel-hung-task']);
     const hung = found.find((f) => f.id === 'kernel-hung-task')!;
-    const kinds = new Map(KERNEL_PROBLEMS.map((k) => [k.id, k]));
-    t.equal(hung.severity, kinds.get('kernel-hung-task')!.severity);
+    t.equal(hung.severity, kindOf('kernel-hung-task').severities[0]);
     // every report of the capture (the hung tasks' pids do not exist here: not attributed)
     const reports = (await scanKernelProblems(records)).problems.filter((p) => p.id === 'kernel-hung-task');
     const pids = [...new Set(reports.map((p) => `${p.comm} (pid ${p.pid})`))].slice(0, 5).join(', ');

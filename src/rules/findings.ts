@@ -1,0 +1,313 @@
+/**
+ * Every finding triage can report, as data: its id, the rule that emits it, the
+ * severities it comes in, a title, what it means and what to do. Most rules write
+ * each finding's own title, detail and hint from the evidence; the journal and kernel
+ * rules take title, severity and hint from here. This catalogue is the stable list a
+ * user (docs/triage.md, generated from it) and the tests go by: a rule emits only ids
+ * catalogued under its name, with a catalogued severity. Numbers come from
+ * thresholds.ts, so the text and the rules cannot disagree.
+ */
+import type { Severity } from '../model/triage.js';
+import { KUBELET_JOURNAL_PATTERNS, type Phrase } from './journal-patterns.js';
+import { KERNEL_PROBLEMS } from './kernel-problems.js';
+import { THRESHOLDS as T } from './thresholds.js';
+
+/** The rules, by area (src/triage/rules/<area>.ts). */
+export type RuleName = 'runtime' | 'kubelet' | 'journal' | 'oom' | 'kernel' | 'crash-loop' | 'sandboxes' | 'stuck-created' | 'throttling' | 'memory' | 'node' | 'node-facts' | 'sources';
+
+export interface FindingKind {
+  id: string;
+  /** the rule that emits it; 'report' for the one report.ts emits when a rule throws */
+  rule: RuleName | 'report';
+  severities: readonly Severity[];
+  title: string;
+  means: string;
+  todo: string;
+}
+
+/** 0.25 → 25%, 0.957 → 95.7% */
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`.replace('.0%', '%');
+/** two of a pattern's phrases, not two spellings of one */
+const examples = (phrases: readonly Phrase[]) =>
+  phrases
+    .map((ph) => (typeof ph === 'string' ? ph : ph.join('…')))
+    .filter((ph, i, all) => all.findIndex((o) => o.toLowerCase() === ph.toLowerCase()) === i)
+    .slice(0, 2)
+    .map((ph) => `\`${ph}\``)
+    .join(', ');
+
+/** a kubelet journal pattern's finding (journal-patterns.ts, by id) */
+function journal(id: string, severity: Severity, title: string, todo: string): FindingKind {
+  const phrases = KUBELET_JOURNAL_PATTERNS.find((p) => p.id === id)?.phrases ?? [];
+  const means = `E/W/F lines in kubelet's journal of the last ${T.journalWindowMinutes} minutes: ${title} (phrases such as ${examples(phrases)}).`;
+  return { id, rule: 'journal', severities: [severity], title, means, todo };
+}
+
+/** a kernel log problem's finding (kernel-problems.ts, by id) */
+function kernel(id: string, severity: Severity, title: string, means: string, todo: string): FindingKind {
+  const lasting = KERNEL_PROBLEMS.find((k) => k.id === id)?.lasting === true;
+  const when = lasting ? 'Reported whatever its age this boot.' : `Records of the last ${T.kernelWindowMinutes} minutes.`;
+  return { id, rule: 'kernel', severities: [severity], title, means: `${means} ${when}`, todo };
+}
+
+export const FINDINGS: readonly FindingKind[] = [
+  {
+    id: 'runtime-unreachable',
+    rule: 'runtime',
+    severities: ['critical'],
+    title: 'The container runtime is unreachable',
+    means: 'No CRI socket was found under the host root, or nothing answers on it (socket missing, connection refused).',
+    todo: '`systemctl status containerd` and its log (`GET /v1/logs?query=containerd`); pass `--cri-endpoint` if the socket is elsewhere, `--host-root` if the host is mounted elsewhere.',
+  },
+  {
+    id: 'runtime-not-answering',
+    rule: 'runtime',
+    severities: ['critical'],
+    title: 'The container runtime does not answer',
+    means: 'The runtime accepts connections but does not answer within `--cri-timeout`: it is wedged (stopped, deadlocked, or its disk hangs).',
+    todo: 'Check its state (`ps -o pid,stat,wchan -C containerd`) and its log; `kill -USR1 $(pidof containerd)` dumps its goroutines to that log.',
+  },
+  {
+    id: 'runtime-not-ready',
+    rule: 'runtime',
+    severities: ['critical'],
+    title: 'The container runtime reports RuntimeReady=false',
+    means: 'CRI `Status` says `RuntimeReady` is false: kubelet will not start pods on this node.',
+    todo: 'Read the runtime log around now (`GET /v1/logs?query=containerd&tailLines=200`).',
+  },
+  {
+    id: 'network-not-ready',
+    rule: 'runtime',
+    severities: ['critical'],
+    title: 'Pod networking is not ready (NetworkReady=false)',
+    means: "CRI `Status` says `NetworkReady` is false; the evidence shows the CNI config files and plugin binaries (dirs from the runtime's config, else `/etc/cni/net.d`, `/opt/cni/bin`) and what is missing or broken.",
+    todo: "Check the network daemonset's pod on this node; install missing plugins, fix broken config files; when all is in place, read the runtime log for CNI errors.",
+  },
+  {
+    id: 'kubelet-unhealthy',
+    rule: 'kubelet',
+    severities: ['critical'],
+    title: "kubelet's health check fails",
+    means: "kubelet's healthz does not answer, or answers other than 200.",
+    todo: '`systemctl status kubelet` and its log (`GET /v1/logs?query=kubelet.service&tailLines=200`); pass `--kubelet-healthz` if kubelet listens elsewhere.',
+  },
+  // one finding per kind of kubelet log line (journal-patterns.ts)
+  journal('kubelet-image-pull-errors', 'warning', 'kubelet cannot pull images',
+    'Check the image name and tag, registry reachability from the node (DNS, proxy), and imagePullSecrets; GET /v1/logs?query=containerd&pattern=pull shows the runtime side.'),
+  journal('kubelet-sandbox-network-errors', 'critical', 'kubelet cannot set up pod networking (CNI)',
+    'Pods cannot get a network: check the CNI daemonset on this node (is its pod running?), config files in /etc/cni/net.d and binaries in /opt/cni/bin; GET /v1/runtime shows NetworkReady.'),
+  journal('kubelet-pleg-unhealthy', 'critical', "kubelet's pod lifecycle event generator (PLEG) is not healthy",
+    'kubelet cannot list containers in time: the runtime is slow or wedged, or there are too many containers; check /v1/runtime latency and nodetruth_cri_call_duration_seconds.'),
+  journal('kubelet-runtime-not-ready', 'critical', 'kubelet reports the container runtime not ready',
+    'kubelet cannot use the runtime: see the runtime findings above and `journalctl -u containerd` (GET /v1/logs?query=containerd).'),
+
+  {
+    id: 'oom-kill',
+    rule: 'oom',
+    severities: ['warning'],
+    title: 'OOM kill in a container',
+    means: `The kernel killed a process at its cgroup's memory limit in the last ${T.oomWindowMinutes} minutes, or a live container's \`memory.events\` counts OOM kills (a child was killed; kubectl shows no restart).`,
+    todo: "Raise the container's memory limit or reduce its use; `GET /v1/oom` shows the kernel report, the container's logs with `previous=true` its last output.",
+  },
+  {
+    id: 'oom-kill-node',
+    rule: 'oom',
+    severities: ['critical'],
+    title: 'The node ran out of memory: the kernel OOM killer ran',
+    means: 'A global OOM kill: not a cgroup limit, the whole node was out of memory.',
+    todo: 'Compare `kubectl describe node` allocated requests with usage; look for pods without memory limits (BestEffort, Burstable).',
+  },
+  {
+    id: 'oom-kill-misreported',
+    rule: 'oom',
+    severities: ['warning'],
+    title: 'OOM-killed, but the runtime reports another reason',
+    means: "The runtime says exit 137 with a reason other than `OOMKilled` while the kernel log shows the container's cgroup was OOM-killed (containerd records the reason racily).",
+    todo: "Treat it as an OOM kill: raise the memory limit; don't chase an application error.",
+  },
+  // one finding per kernel log problem (kernel-problems.ts)
+  kernel('kernel-hung-task', 'warning', 'A task was blocked in the kernel (hung task)',
+    'The hung-task detector saw a task in uninterruptible sleep (D) for longer than `kernel.hung_task_timeout_secs` (`INFO: task <comm>:<pid> blocked for more than N seconds.`): it waits on I/O that does not complete (a dead NFS server, a stuck block device, a frozen filesystem) or on a lock held by such a task.',
+    'Find what it waits on: `cat /proc/<pid>/stack` and `/proc/<pid>/wchan`, `GET /v1/kernel?pattern=blocked for more than` for the stack the kernel printed, and look for I/O or NFS errors before it; a task in D cannot be killed until the I/O returns.'),
+  kernel('kernel-soft-lockup', 'critical', 'A CPU was stuck in the kernel (soft or hard lockup)',
+    'The watchdog saw a CPU run kernel code without scheduling for longer than the threshold (`BUG: soft lockup - CPU#n stuck for Ns! [<comm>:<pid>]`), or not even taking interrupts (hard LOCKUP): the kernel misbehaves; everything on that CPU stalls.',
+    'Read the stack the kernel printed (`GET /v1/kernel?pattern=soft lockup`); a lockup under heavy load on a VM can be the hypervisor stealing CPU (check steal time). Drain the node if lockups repeat; report the stack to the kernel vendor.'),
+  kernel('kernel-rcu-stall', 'critical', 'RCU stalls: CPUs did not pass a quiescent state',
+    'The RCU subsystem waited too long for CPUs or tasks (`rcu: INFO: rcu_sched detected stalls on CPUs/tasks`, `rcu_preempt self-detected stall on CPU`): a CPU loops in the kernel with preemption or interrupts off; memory is not freed meanwhile and the node stalls.',
+    "Read the records after it for the stalled CPUs' stacks (`GET /v1/kernel?pattern=stall`); on a VM, check for CPU steal. Drain the node if stalls repeat."),
+  kernel('kernel-oops', 'critical', 'The kernel hit a bug (BUG, oops, general protection fault)',
+    'The kernel faulted in its own code (`BUG: unable to handle page fault`, `BUG: kernel NULL pointer dereference`, `kernel BUG at`, `Oops:`, `general protection fault`): the task it ran for was killed and the kernel is tainted (D); locks it held may never be released, so more tasks may hang.',
+    'Read the whole report (`GET /v1/kernel?sinceSeq=<seq>&tailLines=80`: Call Trace, modules, taint). The node is no longer trustworthy: cordon and drain it, reboot, and report the trace to the kernel vendor.'),
+  kernel('kernel-fs-read-only', 'critical', 'A filesystem was remounted read-only or shut down after errors',
+    'The kernel stopped writes to a filesystem after it found errors (`EXT4-fs (<dev>): Remounting filesystem read-only`, `XFS (<dev>): ... Shutting down filesystem`): every write there fails with EROFS or EIO until it is repaired and remounted.',
+    'Find the mount (`grep <dev> /proc/self/mountinfo`); pods writing to it fail. Drain the node, repair the filesystem (`fsck` / `xfs_repair` unmounted) and check the disk; the errors before this record say why.'),
+  kernel('kernel-fs-error', 'warning', 'A filesystem reports errors',
+    'ext4 or XFS found corrupt metadata or could not read or write it (`EXT4-fs error (device <dev>)`, `XFS (<dev>): Corruption detected`, `XFS (<dev>): metadata I/O error`, `Aborting journal on device`): files may be lost and the filesystem may go read-only next.',
+    'Check the device beneath (block I/O errors, `smartctl`, the cloud disk); plan a repair (`fsck -n` / `xfs_repair -n` report without changing). With `errors=remount-ro` the next error stops writes.'),
+  kernel('kernel-io-error', 'warning', 'A block device returns I/O errors',
+    'Reads or writes to a disk failed (`I/O error, dev <dev>, sector <n>`, `blk_update_request: I/O error`, `Buffer I/O error on dev <dev>`): the disk, its path or the cloud volume is failing; filesystems on it will report errors next.',
+    'Check the device (`smartctl -a`, the cloud volume state, multipath) and which filesystem lives on it (`lsblk`); tasks waiting on it show up as hung tasks.'),
+  kernel('kernel-conntrack-full', 'critical', 'The conntrack table is full: new connections are dropped',
+    'netfilter had no room for a new connection and dropped its packet (`nf_conntrack: nf_conntrack: table full, dropping packet`, or `table full in netns <n>`): new connections of every pod (and Service traffic through kube-proxy NAT) fail or time out at random, silently.',
+    'Compare `/proc/sys/net/netfilter/nf_conntrack_count` with `nf_conntrack_max`; raise the limit (kube-proxy `--conntrack-max-per-core`, sysctl `net.netfilter.nf_conntrack_max`) or find the pod opening connections without bound (`conntrack -L` by source).'),
+  {
+    id: 'crash-loop',
+    rule: 'crash-loop',
+    severities: ['warning'],
+    title: 'A container is crash-looping',
+    means: `A container at attempt ${T.crashLoopAttempt} or later whose last run exited non-zero.`,
+    todo: "Read the last run's output (`GET /v1/containers/{id}/logs?tailLines=100`); exit 137 is SIGKILL, often an OOM kill or a failed liveness probe.",
+  },
+  {
+    id: 'sandbox-not-ready',
+    rule: 'sandboxes',
+    severities: ['warning'],
+    title: 'A pod has no ready sandbox and no running container',
+    means: `Every sandbox of the pod is NOTREADY (the newest for at least ${T.notReadySandboxSeconds} s) and none of its containers runs; pods that ran to completion are left out.`,
+    todo: "kubelet could not (re)create the sandbox: look for sandbox errors in kubelet's log (`GET /v1/logs?query=kubelet.service&pattern=sandbox`), usually CNI or the pause image.",
+  },
+  {
+    id: 'container-stuck-created',
+    rule: 'stuck-created',
+    severities: ['warning'],
+    title: 'A container was created and never started',
+    means: `A container still CREATED ${T.createdStuckSeconds} s after it was created: StartContainer failed or hangs.`,
+    todo: "Read the runtime log for its id (`GET /v1/logs?query=containerd&pattern=<id>`): often a volume mount, a missing device, or a runc error.",
+  },
+  {
+    id: 'cpu-throttling',
+    rule: 'throttling',
+    severities: ['warning'],
+    title: 'A container is CPU-throttled',
+    means: `More than ${pct(T.throttledShare)} of its CFS periods were throttled over the measuring window: it wants more CPU than its limit.`,
+    todo: 'Raise (or remove) its CPU limit; `GET /v1/throttling?window=10s` measures again.',
+  },
+  {
+    id: 'memory-near-limit',
+    rule: 'memory',
+    severities: ['warning'],
+    title: 'A container is close to its memory limit',
+    means: `Its working set (memory.current less inactive_file) is over ${pct(T.memoryNearLimit)} of \`memory.max\`: an OOM kill is near.`,
+    todo: 'Raise the memory limit or find what grows: `GET /v1/containers/{id}/processes` lists RSS per process.',
+  },
+  {
+    id: 'memory-high-reclaim',
+    rule: 'memory',
+    severities: ['warning'],
+    title: 'A container is throttled at memory.high',
+    means: `\`memory.high\` is set (not \`max\`) and the kernel holds the cgroup there: \`memory.events\` counts \`high\` events, memory.current is at ${pct(T.memoryHighNear)} of memory.high or above, and its tasks stalled on memory ${T.memoryHighPressureSome}% or more of the last 10 s (\`memory.pressure\` some avg10; the working set must be at memory.high too where the kernel has no PSI). No OOM kill: allocations wait in reclaim and the workload just runs slowly.`,
+    todo: 'Raise memory.high, or the limit Kubernetes derives it from (the MemoryQoS feature gate sets it to request + `memoryThrottlingFactor` × (limit − request)), or reduce what the workload keeps in memory: `GET /v1/containers/{id}/processes` lists RSS per process.',
+  },
+  {
+    id: 'disk-pressure',
+    rule: 'node',
+    severities: ['critical', 'warning'],
+    title: "A filesystem is at kubelet's eviction threshold",
+    means: `kubelet's eviction defaults: nodefs available < ${pct(T.nodefsAvailable)}, imagefs < ${pct(T.imagefsAvailable)}, inodes free < ${pct(T.nodefsInodesFree)} (critical); within ${Math.round(T.diskWarningMargin * 100)} points above (warning). One filesystem is reported once.`,
+    todo: 'Free image space (`crictl rmi --prune`, image GC) on imagefs; large emptyDirs, container logs and the journal (`journalctl --vacuum-size`) on nodefs.',
+  },
+  {
+    id: 'pid-pressure',
+    rule: 'node',
+    severities: ['critical', 'warning'],
+    title: "The node's PIDs run out",
+    means: `Threads use ${pct(T.pidUseWarning)} (warning) or ${pct(T.pidUseCritical)} (critical) of \`kernel.pid_max\`: new processes and threads will fail with EAGAIN.`,
+    todo: 'Find the pod that forks without bound (`GET /v1/cgroups` lists pids.current) and set pod PID limits (kubelet `--pod-max-pids`).',
+  },
+  {
+    id: 'memory-pressure',
+    rule: 'node',
+    severities: ['critical'],
+    title: "The node is below kubelet's memory eviction threshold",
+    means: `MemAvailable is under kubelet's eviction threshold memory.available<${T.memoryAvailableBytes / 2 ** 20}Mi: pods will be evicted, BestEffort first.`,
+    todo: 'Find the biggest users with `GET /v1/cgroups?sort=memory`.',
+  },
+  {
+    id: 'mount-not-answering',
+    rule: 'node-facts',
+    severities: ['critical'],
+    title: 'A mount does not answer statfs',
+    means: `statfs of a path the agent watches did not return within its deadline (a dead NFS server, a frozen filesystem, a FUSE daemon gone): \`df\` and anything touching it hang. The agent asks it again only once the first call returns.`,
+    todo: 'Find the mount (`findmnt -T <path>`) and its server or device; restore it, `fsfreeze -u`, or `umount -f -l`.',
+  },
+  {
+    id: 'kubelet-cert-expired',
+    rule: 'node-facts',
+    severities: ['critical'],
+    title: "A kubelet certificate has expired",
+    means: "NotAfter of kubelet's client certificate (`/var/lib/kubelet/pki/kubelet-client-current.pem`) or serving certificate (`kubelet-server-current.pem`, `kubelet.crt`, or `tlsCertFile`) is past: the node goes NotReady (client), or logs/exec fail with x509 errors (serving).",
+    todo: 'Check `rotateCertificates` and pending CSRs (`kubectl get csr`); renew (`kubeadm certs renew`, re-join) and restart kubelet.',
+  },
+  {
+    id: 'kubelet-cert-expiring',
+    rule: 'node-facts',
+    severities: ['warning'],
+    title: 'A kubelet certificate expires soon',
+    means: `Fewer than ${T.certExpiringDays} days until NotAfter: rotation should have renewed it already.`,
+    todo: "Check kubelet's log for certificate rotation errors and pending CSRs (`kubectl get csr`).",
+  },
+  {
+    id: 'conntrack-table-full',
+    rule: 'node-facts',
+    severities: ['critical', 'warning'],
+    title: 'The connection tracking table is (nearly) full',
+    means: `nf_conntrack_count over nf_conntrack_max at ${pct(T.conntrackWarning)} (warning) or ${pct(T.conntrackCritical)} (critical): when full, new connections are dropped silently.`,
+    todo: 'Raise `net.netfilter.nf_conntrack_max` (kube-proxy `--conntrack-max-per-core`) or find the pod opening connections without end (`conntrack -L`).',
+  },
+  {
+    id: 'eviction-threshold-crossed',
+    rule: 'node-facts',
+    severities: ['critical', 'warning'],
+    title: "A filesystem is below kubelet's own eviction threshold",
+    means: "A threshold set in kubelet's config file or flags (`evictionHard`: critical, `evictionSoft`: warning), not a default, is crossed by statfs of nodefs or imagefs.",
+    todo: 'Free space on that filesystem, or review the thresholds with the node owner.',
+  },
+  {
+    id: 'processes-d-state',
+    rule: 'node-facts',
+    severities: ['warning'],
+    title: 'Processes are stuck in uninterruptible sleep (D state)',
+    means: `${T.dStateProcesses} or more processes in state D in \`/proc/<pid>/stat\`, listed by pod with their \`wchan\`: I/O that does not complete (dead NFS, frozen filesystem, failing disk).`,
+    todo: 'Read `wchan`, `/proc/pressure/io` and the kernel log (hung tasks); find the mount or device they wait on.',
+  },
+  {
+    id: 'zombies-in-pod',
+    rule: 'node-facts',
+    severities: ['warning'],
+    title: 'Zombie processes pile up in a pod',
+    means: `${T.zombiesPerPod} or more processes in state Z under one pod's cgroup: its PID 1 does not reap its children; each holds a PID.`,
+    todo: 'Run an init as PID 1 (tini, dumb-init, `shareProcessNamespace`), or make the parent wait(2).',
+  },
+  {
+    id: 'kernel-tainted',
+    rule: 'node-facts',
+    severities: ['warning'],
+    title: 'The kernel is tainted by a problem',
+    means: '`/proc/sys/kernel/tainted` has a flag that records trouble: D (oops/BUG), L (soft lockup), M (machine check), B (bad page), W (warning). Flags about how modules were built are not reported.',
+    todo: 'Read the kernel log for the event that set it; the taint stays until reboot: plan to drain and reboot the node.',
+  },
+  {
+    id: 'runtime-slow',
+    rule: 'node-facts',
+    severities: ['critical', 'warning'],
+    title: "The runtime's list calls are slow",
+    means: `ListPodSandbox or ListContainers took ${T.criSlowSeconds} s or more in the last minutes (the calls kubelet's PLEG makes every second; it reports itself unhealthy after 3 minutes, critical here).`,
+    todo: "Check the runtime's log and disk, the number of containers and shims whose container is gone; `nodetruth_cri_call_duration_seconds`.",
+  },
+  {
+    id: 'source-unavailable',
+    rule: 'sources',
+    severities: ['warning', 'info'],
+    title: 'A source did not answer',
+    means: 'A source of the snapshot failed or missed its deadline (warning for cgroups, node health and the runtime lists; info for the rest): the rules that need it did not run, the rest of the report stands.',
+    todo: "Check `--host-root` and the agent's privileges (see `/readyz`).",
+  },
+  {
+    id: 'rule-failed',
+    rule: 'report',
+    severities: ['warning'],
+    title: 'A triage rule could not judge this snapshot',
+    means: "A rule stopped on data it did not expect; the other rules' findings stand.",
+    todo: "Read that rule's sources directly (the report lists them) and report the data shape to nodetruth.",
+  },
+];
