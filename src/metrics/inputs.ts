@@ -1,9 +1,9 @@
 /**
  * What one scrape reads, from the sources other layers own (no I/O of its own):
  * kubepods cgroups with names from the runtime, CRI Status, the container list,
- * node PID and disk use, kubelet healthz, kernel OOM kills. Each input is read
- * at most once per scrape, lazily, with its own deadline; one that fails or is
- * late leaves its series out and sets nodetruth_scrape_source_up{source} to 0.
+ * node PID and disk use, kubelet healthz, kernel OOM kills. Each input is read at
+ * most once per scrape, lazily, within its part's deadline (deadlines.ts); one that
+ * fails or is late leaves its series out and sets nodetruth_scrape_source_up{source} to 0.
  */
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { DiskUse, KubeletHealth, NodeFacts, PidUse } from '../model/node.js';
@@ -15,6 +15,7 @@ import { nodeFacts } from '../readers/node/facts.js';
 import { diskUse, NODE_DISKS, pidUse } from '../view/node-health.js';
 import { kubeletHealthz } from '../readers/node/kubelet.js';
 import type { AttributedOomKill } from '../view/oom.js';
+import { deadlines } from '../deadlines.js';
 
 export interface RuntimeLists {
   containers: readonly Container[];
@@ -49,32 +50,6 @@ export interface MetricsInputs {
 }
 
 /**
- * How long a scrape waits for each source when nothing overrides it. The runtime's comes
- * from --cri-timeout (sourceDeadlines): a fixed 2 s would cut a runtime the operator gave
- * longer, and every container series would lose its names. The kernel's is 5 s: the first
- * scrape reads and attributes the whole ring buffer, and at 2 s a loaded node lost it in
- * 4 of 5 first scrapes. The node facts' is 4 s: the /proc walk for D/Z processes has a
- * 1.5 s budget and attributing them as much again (readers/node/proc-states.ts), and the
- * certificates and kubelet config are read after it. All stay under Prometheus' default
- * scrape timeout (10 s).
- */
-export const DEFAULT_SOURCE_DEADLINES_MS = {
-  runtime: 2000,
-  cgroups: 5000,
-  node: 2000,
-  kubelet: 1000,
-  kernel: 5000,
-  facts: 4000,
-} as const;
-export type MetricsSource = keyof typeof DEFAULT_SOURCE_DEADLINES_MS;
-export type SourceDeadlines = Readonly<Record<MetricsSource, number>>;
-
-/** The scrape's deadlines for this configuration: the runtime's is --cri-timeout; `overrides` win. */
-export function sourceDeadlines(config: { criTimeoutMs: number }, overrides: Partial<SourceDeadlines> = {}): SourceDeadlines {
-  return { ...DEFAULT_SOURCE_DEADLINES_MS, runtime: config.criTimeoutMs, ...overrides };
-}
-
-/**
  * The cgroup files the per-cgroup series come from (working set: current and
  * memory.stat's inactive_file; memory.max and memory.high; OOM and high events;
  * cpu.stat; PSI). A scrape reads only these: half of /v1/cgroups' 18, and on a
@@ -93,6 +68,7 @@ export const METRIC_CGROUP_FILES: readonly StatFile[] = [
 ];
 
 export function defaultInputs(s: Sources): MetricsInputs {
+  const kubeletMs = deadlines(s.config).kubeletHealthz;
   return {
     runtimeStatus: async () => (s.cri ? s.cri.status(false) : null),
     runtimeLists: async () => {
@@ -109,7 +85,7 @@ export function defaultInputs(s: Sources): MetricsInputs {
     },
     pids: (warnings) => pidUse(s.hostFs, warnings),
     disks: (warnings) => Promise.all(NODE_DISKS.map((p) => diskUse(s.hostFs, p, warnings))),
-    kubelet: () => kubeletHealthz(s.config.kubeletHealthz, DEFAULT_SOURCE_DEADLINES_MS.kubelet),
+    kubelet: () => kubeletHealthz(s.config.kubeletHealthz, kubeletMs),
     oomKills: async () => {
       // the kernel log ring alone: a scrape must stay fast
       const r = await s.oomRing.kills();

@@ -10,7 +10,8 @@
 import { Registry } from 'prom-client';
 import { SingleFlight } from '../lib/concurrency.js';
 import { MAX_CGROUP_SERIES } from './collectors/cgroups.js';
-import type { MetricsInputs, SourceDeadlines } from './inputs.js';
+import type { Deadlines } from '../deadlines.js';
+import type { MetricsInputs } from './inputs.js';
 import { COLLECTORS, type Collector, type CollectorContext, type MetricsOptions, type TextWriter } from './registry.js';
 import { Scrape } from './scrape.js';
 
@@ -19,7 +20,7 @@ export class NodeMetrics {
   private current: Scrape | null = null;
   private readonly flights = new SingleFlight();
   private readonly writers: TextWriter[] = [];
-  private readonly deadlines: SourceDeadlines;
+  private readonly deadlines: Deadlines;
 
   constructor(
     private readonly inputs: MetricsInputs,

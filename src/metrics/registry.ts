@@ -18,7 +18,7 @@ import { processCollector } from './collectors/process.js';
 import { runtimeCollector } from './collectors/runtime.js';
 import { scrapeCollector } from './collectors/scrape.js';
 import { taintCollector } from './collectors/taint.js';
-import type { SourceDeadlines } from './inputs.js';
+import type { Deadlines } from '../deadlines.js';
 import type { Scrape, ScrapeInput } from './scrape.js';
 
 export type CriObserver = (method: string, code: string, seconds: number) => void;
@@ -26,8 +26,8 @@ export type CriObserver = (method: string, code: string, seconds: number) => voi
 export interface MetricsOptions {
   /** the node this agent serves (nodetruth_info) */
   nodeName: string;
-  /** how long a scrape waits for each source: sourceDeadlines(config) */
-  deadlinesMs: SourceDeadlines;
+  /** how long a scrape waits for each part: deadlines(config) */
+  deadlinesMs: Deadlines;
   /** hands the CRI client's call observer its sink (CRI call latency and errors) */
   observeCri?: (observer: CriObserver) => void;
   /** at most this many cgroups per scrape (MAX_CGROUP_SERIES) */

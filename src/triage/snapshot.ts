@@ -1,6 +1,6 @@
 /**
  * One snapshot of the node for the triage rules: every source read once, in
- * parallel, each within its own deadline (lib/deadline.ts), the kernel ring once
+ * parallel, each within its part's deadline (deadlines.ts), the kernel ring once
  * for both of its readers. A source that fails or is late is recorded as such
  * (the rules turn that into a finding); nothing here throws.
  * What a source skipped while it read (an unreadable cgroup, a node file that is
@@ -18,6 +18,7 @@ import type { KernelProblems } from '../view/kernel-problems.js';
 import { readOnce, type KmsgRing } from '../readers/kmsg/reader.js';
 import { isSourceError, type SourceErrorCode } from '../readers/errors.js';
 import { type Outcome, withinDeadline } from '../lib/deadline.js';
+import type { Deadlines } from '../deadlines.js';
 import { THRESHOLDS } from './thresholds.js';
 
 /**
@@ -64,8 +65,8 @@ export interface TriageSnapshot {
 export interface TriageSources {
   nodeName: string;
   criEndpoint: string | null;
-  /** --cri-timeout: the runtime's deadlines grow with it (criDeadlines) */
-  criTimeoutMs?: number;
+  /** how long the snapshot waits for each source: deadlines(config) */
+  deadlines: Deadlines;
   runtime(): Promise<RuntimeInfo>;
   pods(): Promise<PodSandbox[]>;
   containers(): Promise<ContainerRow[]>;
@@ -89,22 +90,6 @@ export interface TriageSources {
   facts?(signal: AbortSignal, warnings: string[]): Promise<NodeFacts>;
 }
 
-/** Per-source deadlines (ms) at the default --cri-timeout (2 s); throttling gets its window on top. */
-export const SOURCE_DEADLINES = {
-  runtime: 5000,
-  pods: 5000,
-  containers: 8000,
-  cgroups: 5000,
-  throttling: 5000,
-  host: 3000,
-  cni: 2000,
-  oom: 8000,
-  kubeletJournal: 10_000,
-  kernel: 8000,
-  /** the /proc walk's budget is 1.5 s, attribution as much again */
-  facts: 5000,
-} as const;
-
 /** At most this many warnings per source in a report: a node with 10,000 bad cgroups says so, briefly. */
 export const MAX_SOURCE_WARNINGS = 50;
 
@@ -115,47 +100,34 @@ function prefixed(key: string, list: readonly string[]): string[] {
   return out;
 }
 
-/**
- * The runtime's deadlines for a --cri-timeout: each CRI call may take that long, so
- * Version + Status (in parallel) and ListPodSandbox get 2.5 of it, ListContainers and
- * the ContainerStatus rounds after it 4; never less than SOURCE_DEADLINES. A slow node
- * whose operator allowed 10 s per call is not told its runtime does not answer at 5 s.
- */
-export function criDeadlines(criTimeoutMs: number): Record<'runtime' | 'pods' | 'containers', number> {
-  return {
-    runtime: Math.max(SOURCE_DEADLINES.runtime, Math.round(2.5 * criTimeoutMs)),
-    pods: Math.max(SOURCE_DEADLINES.pods, Math.round(2.5 * criTimeoutMs)),
-    containers: Math.max(SOURCE_DEADLINES.containers, 4 * criTimeoutMs),
-  };
-}
-
 export interface GatherOptions {
   windowMs: number;
   now?: number;
-  deadlines?: Partial<Record<keyof typeof SOURCE_DEADLINES, number>>;
+  /** tighter (or looser) bounds than the sources' table, for a caller with a budget of its own */
+  deadlines?: Partial<Deadlines>;
 }
 
 export async function gatherSnapshot(src: TriageSources, opts: GatherOptions): Promise<TriageSnapshot> {
   const nowMs = opts.now ?? Date.now();
-  const d = { ...SOURCE_DEADLINES, ...(src.criTimeoutMs ? criDeadlines(src.criTimeoutMs) : {}), ...opts.deadlines };
+  const d = { ...src.deadlines, ...opts.deadlines };
   const sinceUs = (nowMs - THRESHOLDS.journalWindowMinutes * 60_000) * 1000;
   // the one ring read of this snapshot; it is let go (its signal aborted) once every reader has answered or is late
   const ringDone = new AbortController();
   const ring = src.kmsg ? readOnce(src.kmsg, ringDone.signal) : undefined;
-  const runtimeP = withinDeadline(() => src.runtime(), d.runtime, 'runtime');
+  const runtimeP = withinDeadline(() => src.runtime(), d.runtimeStatus, 'runtime');
   const w = { cgroups: [] as string[], throttling: [] as string[], host: [] as string[], facts: [] as string[] };
-  const kernelP = src.kernel ? withinDeadline((signal) => src.kernel!(signal, ring), d.kernel, 'kernel log problems') : null;
-  const factsP = src.facts ? withinDeadline((signal) => src.facts!(signal, w.facts), d.facts, 'node facts') : null;
+  const kernelP = src.kernel ? withinDeadline((signal) => src.kernel!(signal, ring), d.kernelLog, 'kernel log problems') : null;
+  const factsP = src.facts ? withinDeadline((signal) => src.facts!(signal, w.facts), d.nodeFacts, 'node facts') : null;
   const [runtime, pods, containers, cgroups, throttling, host, cni, oom, kubeletJournal, kernel, facts] = await Promise.all([
     runtimeP,
-    withinDeadline(() => src.pods(), d.pods, 'pod sandboxes'),
-    withinDeadline(() => src.containers(), d.containers, 'containers'),
+    withinDeadline(() => src.pods(), d.runtimeLists, 'pod sandboxes'),
+    withinDeadline(() => src.containers(), d.containerRows, 'containers'),
     withinDeadline(() => src.cgroups(w.cgroups), d.cgroups, 'cgroups'),
     withinDeadline((signal) => src.throttling(opts.windowMs, signal, w.throttling), d.throttling + opts.windowMs, 'throttling'),
-    withinDeadline(() => src.host(w.host), d.host, 'node health'),
+    withinDeadline(() => src.host(w.host), d.nodeHealth, 'node health'),
     runtimeP.then((r) => withinDeadline(() => src.cni(r.ok ? r.value.status.info : null), d.cni, 'CNI state')),
-    withinDeadline((signal) => src.oom(signal, ring), d.oom, 'kernel OOM kills'),
-    withinDeadline((signal) => src.kubeletJournal(sinceUs, signal), d.kubeletJournal, 'kubelet journal'),
+    withinDeadline((signal) => src.oom(signal, ring), d.kernelLog, 'kernel OOM kills'),
+    withinDeadline((signal) => src.kubeletJournal(sinceUs, signal), d.journal, 'kubelet journal'),
     kernelP, // optional sources: null where the sources do not read them
     factsP,
   ]);

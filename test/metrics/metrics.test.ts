@@ -164,8 +164,9 @@ t.test('bounded: at most N cgroups, pods first; the rest counted; a slow source 
   const agent = await testApp(flags);
   t.teardown(() => agent.close());
   // reuse the real inputs of the app, with a cap of 4
-  const { defaultInputs, sourceDeadlines } = await import('../../src/metrics/inputs.js');
-  const deadlinesMs = sourceDeadlines(agent.deps.config);
+  const { defaultInputs } = await import('../../src/metrics/inputs.js');
+  const { deadlines } = await import('../../src/deadlines.js');
+  const deadlinesMs = deadlines(agent.deps.config);
   const real = defaultInputs(agent.deps);
   const slow: MetricsInputs = { ...real, kubelet: () => new Promise(() => {}) };
   const all = new Set(find(parseProm(await new NodeMetrics(real, { nodeName: 'node-a', deadlinesMs }).metrics()), 'container_cpu_usage_seconds_total').map((x) => x.labels.id)).size;
@@ -203,11 +204,14 @@ t.test('the runtime deadline is --cri-timeout: a runtime answering after 2.5 s s
   t.same([spin.labels.namespace, spin.labels.pod, spin.labels.pod_uid], ['default', 'lab', POD_UID]);
 });
 
-t.test('sourceDeadlines: the runtime from the configuration, the rest from the defaults, overrides win', async (t) => {
-  const { sourceDeadlines, DEFAULT_SOURCE_DEADLINES_MS } = await import('../../src/metrics/inputs.js');
-  t.same(sourceDeadlines({ criTimeoutMs: 7000 }), { ...DEFAULT_SOURCE_DEADLINES_MS, runtime: 7000 });
-  t.equal(sourceDeadlines({ criTimeoutMs: 7000 }, { runtime: 100, kernel: 9000 }).runtime, 100);
-  t.equal(sourceDeadlines({ criTimeoutMs: 7000 }, { kernel: 9000 }).kernel, 9000);
+t.test('deadlines: the runtime parts from --cri-timeout, the rest fixed, overrides win', async (t) => {
+  const { deadlines } = await import('../../src/deadlines.js');
+  const d = deadlines({ criTimeoutMs: 7000 });
+  t.equal(d.criCall, 7000);
+  t.ok(d.runtimeStatus > 7000 && d.runtimeLists > 7000, "past the call's own deadline, so its own error arrives first");
+  t.equal(d.containerRows, 28_000, 'four CRI rounds');
+  t.same(deadlines({ criTimeoutMs: 7000 }, { runtimeStatus: 100, kmsgRing: 9000 }), { ...d, runtimeStatus: 100, kmsgRing: 9000 });
+  t.equal(deadlines({ criTimeoutMs: 1 }).containerRows, 8000, 'a short --cri-timeout does not shorten the container rows below 8 s');
 });
 
 const promtool = '/usr/bin/promtool';

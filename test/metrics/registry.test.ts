@@ -6,7 +6,8 @@
 import t from 'tap';
 import { kubeletCollector } from '../../src/metrics/collectors/kubelet.js';
 import { scrapeCollector } from '../../src/metrics/collectors/scrape.js';
-import { sourceDeadlines, type MetricsInputs } from '../../src/metrics/inputs.js';
+import { deadlines } from '../../src/deadlines.js';
+import type { MetricsInputs } from '../../src/metrics/inputs.js';
 import { NodeMetrics } from '../../src/metrics/node-metrics.js';
 import { COLLECTORS } from '../../src/metrics/registry.js';
 import { parseProm } from './prom-text.js';
@@ -41,7 +42,7 @@ function countingInputs() {
 
 t.test('a registry of two collectors reads only the kubelet and reports only it', async (t) => {
   const { inputs, calls } = countingInputs();
-  const m = new NodeMetrics(inputs, { nodeName: 'n', deadlinesMs: sourceDeadlines({ criTimeoutMs: 2000 }) }, [kubeletCollector, scrapeCollector]);
+  const m = new NodeMetrics(inputs, { nodeName: 'n', deadlinesMs: deadlines({ criTimeoutMs: 2000 }) }, [kubeletCollector, scrapeCollector]);
   const s = parseProm(await m.metrics());
   t.same(calls, ['kubelet'], 'one read, shared by every gauge that needs it');
   t.same([...new Set(s.map((x) => x.name))].sort(), ['nodetruth_kubelet_healthz_up', 'nodetruth_scrape_skipped_items', 'nodetruth_scrape_source_duration_seconds', 'nodetruth_scrape_source_up']);

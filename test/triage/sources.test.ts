@@ -4,14 +4,16 @@
  * finding and a failed source in the report, like the kernel log's, not a silent absence of
  * node-facts findings.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { buildReport } from '../../src/triage/report.js';
-import { criDeadlines, gatherSnapshot, SOURCE_DEADLINES, type TriageSources } from '../../src/triage/snapshot.js';
-import { triageSources } from '../../src/triage/sources.js';
+import { deadlines } from '../../src/deadlines.js';
+import { gatherSnapshot, type TriageSources } from '../../src/triage/snapshot.js';
+import { ownCgroup, triageSources } from '../../src/triage/sources.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
+import { CAPTURED, containerCgroupPath, cpuStat, POD_UID, realNode, SPIN_ID } from '../fixtures/node-tree.js';
 import { healthySnapshot } from '../fixtures/triage-snapshot.js';
 import { testApp } from '../helpers/app.js';
 
@@ -22,6 +24,7 @@ function sources(): TriageSources {
   return {
     nodeName: h.nodeName,
     criEndpoint: h.criEndpoint,
+    deadlines: deadlines({ criTimeoutMs: 2000 }),
     runtime: async () => v(h.runtime),
     pods: async () => v(h.pods),
     containers: async () => v(h.containers),
@@ -38,7 +41,7 @@ function sources(): TriageSources {
 }
 
 t.test('node facts that do not answer are a source-unavailable finding and a failed source', async (t) => {
-  const s = await gatherSnapshot(sources(), { windowMs: 0, deadlines: { facts: 20 } });
+  const s = await gatherSnapshot(sources(), { windowMs: 0, deadlines: { nodeFacts: 20 } });
   t.match(s.facts, { ok: false, error: 'node facts did not answer within 20 ms' });
   const r = buildReport(s);
   t.match(r.sources.facts, { ok: false, error: 'node facts did not answer within 20 ms' });
@@ -80,18 +83,55 @@ t.test('a snapshot reads the kernel ring once: the OOM kills and the kernel prob
 t.test('a runtime that does not answer within the snapshot deadline is runtime-not-answering', async (t) => {
   const late = sources();
   late.runtime = () => new Promise(() => {});
-  const r = buildReport(await gatherSnapshot(late, { windowMs: 0, deadlines: { runtime: 20, facts: 20 } }));
+  const r = buildReport(await gatherSnapshot(late, { windowMs: 0, deadlines: { runtimeStatus: 20, nodeFacts: 20 } }));
   t.match(r.findings.filter((f) => f.id.startsWith('runtime-')), [{ id: 'runtime-not-answering', severity: 'critical', detail: 'runtime did not answer within 20 ms' }]);
 });
 
-t.test("the runtime's deadlines follow --cri-timeout, never below the defaults", async (t) => {
-  t.same(criDeadlines(2000), { runtime: SOURCE_DEADLINES.runtime, pods: SOURCE_DEADLINES.pods, containers: SOURCE_DEADLINES.containers }, 'the default --cri-timeout keeps the defaults');
-  t.same(criDeadlines(10_000), { runtime: 25_000, pods: 25_000, containers: 40_000 });
-  t.same(criDeadlines(1), criDeadlines(2000), 'a short --cri-timeout does not shorten them');
+t.test("the snapshot's deadlines are the table's for the configuration: the runtime's follow --cri-timeout", async (t) => {
+  const agent = await testApp(['--host-root', '/nonexistent', '--cri-endpoint', 'unix:///nonexistent/cri.sock', '--cri-timeout', '2100ms']);
+  t.teardown(() => agent.close());
+  const src = triageSources(agent.deps);
+  t.same(src.deadlines, deadlines({ criTimeoutMs: 2100 }));
+  t.ok(src.deadlines.runtimeStatus > 2100, "longer than one CRI call, so the call's own deadline error comes first");
   // through the snapshot: a runtime that never answers is given the deadline its --cri-timeout earns
   const late = sources();
-  late.criTimeoutMs = 2100;
+  late.deadlines = src.deadlines;
   late.runtime = () => new Promise(() => {});
-  const s = await gatherSnapshot(late, { windowMs: 0, deadlines: { facts: 20 } });
-  t.match(s.runtime, { ok: false, timedOut: true, error: `runtime did not answer within ${criDeadlines(2100).runtime} ms` });
+  const s = await gatherSnapshot(late, { windowMs: 0, deadlines: { nodeFacts: 20 } });
+  t.match(s.runtime, { ok: false, timedOut: true, error: `runtime did not answer within ${src.deadlines.runtimeStatus} ms` });
+});
+
+t.test("the agent's own container is not a throttling finding: the measuring is its own work", async (t) => {
+  // the agent in a debug pod on this node: its cgroup is one of the kubepods containers (the
+  // spinner's here), and that container's cpu.stat moves on as a throttled one's does
+  const node = realNode('systemd');
+  t.teardown(node.cleanup);
+  const spinPath = containerCgroupPath('systemd', 'burstable', POD_UID, SPIN_ID);
+  const spinStat = path.join(node.root, 'sys/fs/cgroup', spinPath, 'cpu.stat');
+  writeFileSync(spinStat, CAPTURED.spin.cpuStat);
+  let tick = 0;
+  const ticker = setInterval(() => {
+    tick++;
+    writeFileSync(`${spinStat}.next`, cpuStat({ usage: 1824308 + 9659 * tick, periods: 169 + tick, throttled: 168 + tick, throttledUsec: 14961853 + 89764 * tick }));
+    renameSync(`${spinStat}.next`, spinStat);
+  }, 50);
+  t.teardown(() => clearInterval(ticker));
+  const agent = await testApp(['--host-root', node.root, '--cri-endpoint', 'unix:///nonexistent/cri.sock', '--kmsg-path', path.join(node.root, 'none'), '--kubelet-healthz', 'http://127.0.0.1:9/healthz']);
+  t.teardown(() => agent.close());
+  // /proc/self/cgroup of the agent, as the kernel writes it (a cgroup v2 host, the host's cgroup namespace)
+  const selfFile = (text: string) => {
+    const f = path.join(node.root, `self-cgroup-${Math.random().toString(36).slice(2)}`);
+    writeFileSync(f, text);
+    return f;
+  };
+  const throttled = async (self: string) => {
+    const r = buildReport(await gatherSnapshot(triageSources(agent.deps, self), { windowMs: 600 }));
+    return r.findings.filter((f) => f.id === 'cpu-throttling').map((f) => f.subject?.containerId);
+  };
+  t.same(await throttled(selfFile(`0::${containerCgroupPath('systemd', 'besteffort', POD_UID, 'f'.repeat(64))}\n`)), [SPIN_ID], 'an agent elsewhere: the spinner is throttled');
+  t.same(await throttled(selfFile(`0::${spinPath}\n`)), [], "the agent in the spinner's container: left out");
+  t.same(await throttled(selfFile('0::/\n')), [SPIN_ID], 'a cgroup namespace of its own hides the path: nothing is left out');
+  t.equal(ownCgroup(selfFile(`12:pids:/x\n0::${spinPath}\n`)), spinPath);
+  t.equal(ownCgroup(selfFile('0::/../../kubepods.slice\n')), null, 'a path outside its namespace is not a host path');
+  t.equal(ownCgroup(path.join(node.root, 'missing')), null);
 });

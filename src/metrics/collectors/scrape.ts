@@ -3,11 +3,11 @@
  * long it took. Why a series is missing.
  */
 import { Gauge } from 'prom-client';
-import type { MetricsSource } from '../inputs.js';
+import type { Outcome } from '../../lib/deadline.js';
 import type { Collector } from '../registry.js';
-import type { Outcome, Scrape } from '../scrape.js';
+import type { MetricsSource, Scrape } from '../scrape.js';
 
-const PER_SOURCE: readonly { name: string; help: string; value: (o: Outcome, s: Scrape, source: MetricsSource) => number }[] = [
+const PER_SOURCE: readonly { name: string; help: string; value: (o: Outcome<unknown>, s: Scrape, source: MetricsSource) => number }[] = [
   {
     name: 'nodetruth_scrape_source_up',
     help: 'Whether each source answered within its deadline in this scrape (runtime, cgroups, node, kubelet, kernel, facts).',
@@ -18,7 +18,7 @@ const PER_SOURCE: readonly { name: string; help: string; value: (o: Outcome, s: 
     help: 'Items each source skipped in this scrape because they could not be read or were malformed (a cgroup, a node file); their series are missing, the rest stand. /v1/cgroups and /v1/node name them in warnings.',
     value: (_o, s, source) => s.skipped.get(source) ?? 0,
   },
-  { name: 'nodetruth_scrape_source_duration_seconds', help: 'How long each source took in this scrape.', value: (o) => Math.round(o.seconds * 1e6) / 1e6 },
+  { name: 'nodetruth_scrape_source_duration_seconds', help: 'How long each source took in this scrape.', value: (o) => o.ms / 1000 },
 ];
 
 export const scrapeCollector: Collector = {

@@ -1,15 +1,19 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { VERSION } from '../../version.js';
 import type { SourceReadiness } from '../../sources.js';
+import { deadlines } from '../../deadlines.js';
 import { withinDeadline } from '../../lib/deadline.js';
 import type { AppDeps } from '../app.js';
 import { query } from '../schemas.js';
 import { publicTlsInfo, type TlsMaterial } from '../tls.js';
 
-/** How long /readyz waits for any one source: a wedged runtime must not wedge readiness. */
-const CHECK_TIMEOUT_MS = 1000;
-
 export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; tls?: () => TlsMaterial | null }> = async (app, { deps, tls = () => null }) => {
+  // each check within the table's bound: a wedged runtime must not wedge readiness
+  const ms = deadlines(deps.config).readiness;
+  const check = async (name: string, fn: () => Promise<SourceReadiness>) => {
+    const o = await withinDeadline(fn, ms, name);
+    return [name, o.ok ? o.value : { ok: false, detail: o.timedOut ? `no answer within ${ms} ms` : o.error }] as const;
+  };
   app.get('/healthz', { schema: { summary: 'The agent is alive', querystring: query({}) } }, async () => ({ status: 'ok', version: VERSION }));
 
   app.get(
@@ -30,17 +34,9 @@ export const healthRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; tls?: () => Tl
       },
     },
     async () => {
-      const entries = await Promise.all(
-        [...deps.readiness].map(async ([name, check]) => [name, await withTimeout(check)] as const),
-      );
-      const sources = Object.fromEntries(entries);
+      const sources = Object.fromEntries(await Promise.all([...deps.readiness].map(([name, fn]) => check(name, fn))));
       // the certificate this agent serves (it changes on every start when self-signed)
       return { status: 'ready', sources, tls: publicTlsInfo(tls()) };
     },
   );
 };
-
-async function withTimeout(check: () => Promise<SourceReadiness>): Promise<SourceReadiness> {
-  const o = await withinDeadline(check, CHECK_TIMEOUT_MS, 'source');
-  return o.ok ? o.value : { ok: false, detail: o.timedOut ? `no answer within ${CHECK_TIMEOUT_MS} ms` : o.error };
-}

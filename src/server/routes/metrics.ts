@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { defaultInputs, sourceDeadlines, type MetricsInputs } from '../../metrics/inputs.js';
+import { deadlines } from '../../deadlines.js';
+import { defaultInputs, type MetricsInputs } from '../../metrics/inputs.js';
 import type { NodeMetrics } from '../../metrics/node-metrics.js';
 import type { AppDeps } from '../app.js';
 
@@ -26,7 +27,7 @@ export const metricsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; inputs?: Metr
       ({ NodeMetrics }) =>
         new NodeMetrics(inputs ?? defaultInputs(deps), {
           nodeName: deps.config.nodeName,
-          deadlinesMs: sourceDeadlines(deps.config),
+          deadlinesMs: deadlines(deps.config),
           ...(cri
             ? {
                 observeCri: (fn: CriObserver) => {
