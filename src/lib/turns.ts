@@ -68,8 +68,16 @@ export class TurnQueue {
 
 const turns = new TurnQueue();
 
-/** Resolves in a later turn of the event loop, or in this one while the turn's budget of gated work lasts. */
-export const nextTurn: () => Promise<void> = turns.next;
+/**
+ * The one way to yield to the event loop. `'queued'` (the default): in the one queue of sliced
+ * loops, resumed in a later turn, or in this one while the turn's budget lasts. `'plain'`: a plain
+ * setImmediate, resumed in the next check phase with every other immediate, whatever ran there;
+ * for work that must not wait behind the queue (the cgroup reads: READ_SLICE_MS in
+ * readers/cgroup/cgroups.ts says why, with the measurement).
+ */
+export function nextTurn(how: 'queued' | 'plain' = 'queued'): Promise<void> {
+  return how === 'plain' ? new Promise<void>((resolve) => setImmediate(resolve)) : turns.next();
+}
 
 /**
  * The clock of one sliced loop: `due()` before each item says when the slice is over (`maxItems`
@@ -82,7 +90,7 @@ export class Slice {
   constructor(
     private readonly maxItems: number,
     private readonly maxMs = SLICE_MS,
-    private readonly yielder: () => Promise<unknown> = nextTurn,
+    private readonly yielder: () => Promise<unknown> = () => nextTurn(),
   ) {}
 
   /** counts the item about to run; true when it belongs to the next slice (pause first) */
@@ -106,7 +114,7 @@ export async function mapSliced<T, R>(
   o: { maxItems?: number; maxMs?: number; pause?: () => Promise<unknown> } = {},
 ): Promise<R[]> {
   const out = new Array<R>(items.length);
-  const slice = new Slice(o.maxItems ?? 500, o.maxMs ?? SLICE_MS, o.pause ?? nextTurn);
+  const slice = new Slice(o.maxItems ?? 500, o.maxMs ?? SLICE_MS, o.pause);
   for (let i = 0; i < items.length; i++) {
     if (slice.due()) await slice.pause();
     out[i] = fn(items[i]!, i);

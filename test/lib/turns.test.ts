@@ -61,13 +61,13 @@ t.test('with a budget, slices of several loops share a turn while it lasts, in o
   t.equal(n, 15);
 });
 
-t.test('a plain setImmediate yield would pile the loops up in one turn (what nextTurn avoids)', async (t) => {
+t.test("nextTurn('plain') is a plain setImmediate: the loops pile up in one turn (what the queue avoids)", async (t) => {
   const log: string[] = [];
   const stop = ticker(log);
   const loop = async (name: string) => {
     for (let i = 0; i < 4; i++) {
       log.push(name);
-      await new Promise((r) => setImmediate(r));
+      await nextTurn('plain');
     }
   };
   await Promise.all([loop('a'), loop('b'), loop('c')]);

@@ -11,9 +11,8 @@ import type { Dirent } from 'node:fs';
 import type { CgroupDriver, CgroupMode, CgroupStats, IoDeviceStat, KubeCgroup, PidsStats, Pressure, QosClass } from '../../model/cgroup.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
-import { setImmediate as nextImmediate } from 'node:timers/promises';
 import { mapLimit } from '../../lib/concurrency.js';
-import { Slice } from '../../lib/turns.js';
+import { nextTurn, Slice } from '../../lib/turns.js';
 import { scanFilesInSync } from '../hostfs/read-sync.js';
 import { cpuMaxAt, cpuStatInto, emptyCpu, emptyMemory, ioStatAt, limitAt, memoryEventsAt, memoryStatInto, psiAt, singleAt, workingSet } from './parse.js';
 import { KUBEPODS_NAMES, normUid } from './kubepods-path.js';
@@ -301,6 +300,9 @@ export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<Cg
 const BATCH = 64;
 const READ_SLICE_MS = 20;
 
+/** The clock of a loop of synchronous cgroup reads: `batch` cgroups or READ_SLICE_MS, then a plain yield. */
+export const readSlice = (batch = BATCH, pause: () => Promise<unknown> = () => nextTurn('plain')) => new Slice(batch, READ_SLICE_MS, pause);
+
 /**
  * Read many cgroups, yielding to the event loop every few; vanished ones are dropped,
  * and one that cannot be read (a directory in place of a file: EISDIR; EACCES; EIO)
@@ -312,13 +314,13 @@ export async function readMany<C extends FoundCgroup>(
   batch = BATCH,
   only: readonly StatFile[] = FILES,
   warnings?: string[],
-  pause: () => Promise<unknown> = () => nextImmediate(),
+  pause?: () => Promise<unknown>,
 ): Promise<(C & { stats: CgroupStats })[]> {
   const out: (C & { stats: CgroupStats })[] = [];
   // malformed lines are skipped by the parsers and the rest kept; the files are named once per cgroup
   const malformed = new Set<string>();
   const onMalformed = warnings && ((f: string) => malformed.add(f));
-  const slice = new Slice(batch, READ_SLICE_MS, pause);
+  const slice = readSlice(batch, pause);
   for (let i = 0; i < cgroups.length; i++) {
     // every `batch` cgroups, or sooner when they take long (files of 64 KiB of junk): the loop is never held long
     if (slice.due()) await slice.pause();

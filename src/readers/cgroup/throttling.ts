@@ -6,10 +6,9 @@
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import type { CpuMax, KubeCgroup } from '../../model/cgroup.js';
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { readFilesInSync } from '../hostfs/read-sync.js';
-import { type FoundCgroup, walkKubepods } from './cgroups.js';
+import { type FoundCgroup, readSlice, walkKubepods } from './cgroups.js';
 import { parseCpu, parseCpuMax, round } from './parse.js';
 
 export interface ThrottlingEntry extends KubeCgroup {
@@ -51,14 +50,15 @@ function sample(text: string | null): Sample | null {
 }
 
 /**
- * Synchronous reads (cgroupfs never waits on a disk), yielding to the event loop every 64 cgroups.
+ * Synchronous reads (cgroupfs never waits on a disk), in the slices of the cgroup reads (cgroups.ts).
  * A cgroup whose files cannot be read (a directory in place of cpu.stat: EISDIR) gives null
  * and is named in `warnings` once, the rest of the sweep stands.
  */
 async function sweep<T>(items: readonly FoundCgroup[], fn: (c: FoundCgroup) => T, warnings: string[] | undefined, named: Set<string>): Promise<(T | null)[]> {
   const out: (T | null)[] = [];
+  const slice = readSlice();
   for (let i = 0; i < items.length; i++) {
-    if (i > 0 && i % 64 === 0) await yieldToLoop();
+    if (slice.due()) await slice.pause();
     const c = items[i]!;
     try {
       out.push(fn(c));

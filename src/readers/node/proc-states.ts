@@ -23,7 +23,7 @@ import type { HostFs } from '../hostfs/hostfs.js';
 import { readFilesInSync } from '../hostfs/read-sync.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import { parseProcStat } from '../proc/parse.js';
-import { nextTurn, Slice } from '../../lib/turns.js';
+import { Slice } from '../../lib/turns.js';
 
 export const PROC_STATE_LIMITS = {
   /** pids whose stat is read per walk */
@@ -102,7 +102,9 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
   const rows = new Map<string, StuckByPod>();
   const samples: StuckProcess[] = [];
   let i = 0;
+  const attributing = new Slice(64);
   for (const p of detailed) {
+    if (attributing.due()) await attributing.pause();
     if (Date.now() - t0 > L.budgetMs * 2 || signal?.aborted) {
       cut = [cut, `${detailed.length - i} D/Z processes not attributed (time)`].filter(Boolean).join('; ');
       break;
@@ -126,7 +128,6 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
       const w = wchan?.trim() ?? '';
       samples.push({ ...p, wchan: w && w !== '0' ? w.slice(0, 128) : null, cgroup, podUid, containerId });
     }
-    if (i % 64 === 0) await nextTurn();
   }
   return {
     states: {

@@ -4,7 +4,6 @@
  * files. Both bounded by lines, bytes of answer and bytes read from disk.
  */
 import path from 'node:path';
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { isSourceError, SourceError } from '../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { ForwardLines, LineJoiner, MAX_HEADER_BYTES, parseCriLine, type LineParts, type LogEntry, type RawLine } from './cri-log.js';
@@ -12,6 +11,7 @@ import { gunzipTail } from './gzip.js';
 import { attemptFiles, openLog, type OpenLog } from './paths.js';
 import type { PodLogLimits, PodLogQuery, PodLogResult } from './podlogs.js';
 import { fileSource, memSource, scanBackward, TailCollector, type ByteSource } from './tail.js';
+import { nextTurn } from '../../lib/turns.js';
 
 /** What a read needs: the host's files and the bounds. */
 export interface LogReadContext {
@@ -86,7 +86,7 @@ export async function readForward({ fs, limits }: LogReadContext, logPath: strin
       pos += bytesRead;
       lines.push(buf.subarray(0, bytesRead), out);
       open = take(out);
-      await yieldToLoop();
+      await nextTurn('plain');
     }
     if (open && truncatedBy === null) {
       const last = lines.end();

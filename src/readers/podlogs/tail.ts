@@ -4,8 +4,8 @@
  * (TailCollector). Pure of paths and HTTP: read.ts opens the files and decides what to read.
  */
 import type { promises as fsp } from 'node:fs';
-import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { LineParts, parseCriLine, type LogEntry, type RawLine, type Stream } from './cri-log.js';
+import { nextTurn } from '../../lib/turns.js';
 
 /** random access to bytes: a file, or a decompressed .gz tail in memory */
 export interface ByteSource {
@@ -87,7 +87,7 @@ export async function scanBackward(
     }
     pos = start;
     if (batch.length > 0 && sink(batch)) return { outOfData: false, trailingStart };
-    await yieldToLoop();
+    await nextTurn('plain');
   }
   if (o.headLost) return { outOfData: true, trailingStart };
   // the first line of the source
