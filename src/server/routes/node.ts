@@ -3,6 +3,7 @@ import type { NodeFacts, NodeHealth } from '../../model/node.js';
 import { nodeFacts } from '../../readers/node/facts.js';
 import { nodeHealth } from '../../view/node-health.js';
 import { withinDeadline } from '../../lib/deadline.js';
+import { deadlines } from '../../deadlines.js';
 import type { AppDeps } from '../app.js';
 import { query } from '../schemas.js';
 import { humanSize } from '../../format.js';
@@ -11,11 +12,11 @@ type RuntimeReadiness =
   | { reachable: true; ready: boolean; conditions: { type: string; status: boolean; reason: string; message: string }[] }
   | { reachable: false; ready: false; detail: string };
 
-/** CRI Status within the runtime's deadline: a wedged runtime is an answer here, not a wait. */
+/** CRI Status within the table's deadline: a wedged runtime is an answer here, not a wait. */
 async function runtimeReadiness(deps: AppDeps): Promise<RuntimeReadiness> {
   const cri = deps.cri;
   if (!cri) return { reachable: false, ready: false, detail: 'no CRI socket configured or found' };
-  const o = await withinDeadline(() => cri.status(false), deps.config.criTimeoutMs, 'runtime');
+  const o = await withinDeadline(() => cri.status(false), deadlines(deps.config).runtimeStatus, 'runtime');
   if (!o.ok) return { reachable: false, ready: false, detail: o.error };
   const ready = o.value.conditions.find((c) => c.type === 'RuntimeReady')?.status ?? false;
   return { reachable: true, ready, conditions: o.value.conditions };
@@ -65,7 +66,7 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
     async () => {
       // a part that cannot be read is null and named here; the rest of the answer stands
       const warnings: string[] = [];
-      const healthP = nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz, warnings });
+      const healthP = nodeHealth(deps.hostFs, { kubeletHealthzUrl: deps.config.kubeletHealthz, kubeletTimeoutMs: deadlines(deps.config).kubeletHealthz, warnings });
       const [health, runtime, facts] = await Promise.all([
         healthP,
         runtimeReadiness(deps),
