@@ -12,3 +12,12 @@ export function parseFlags<O extends ParseArgsOptionsConfig>(argv: string[], opt
     throw usageError((err as Error).message);
   }
 }
+
+/**
+ * Whether argv gives flag `name` (`--name`, `--name=v`), read as parseFlags reads argv:
+ * for choosing a command's mode (serve --bundle) before its own flags are known.
+ */
+export function givesFlag(argv: string[], name: string): boolean {
+  const { tokens } = parseArgs({ args: argv, allowPositionals: true, strict: false, tokens: true });
+  return tokens.some((t) => t.kind === 'option' && t.name === name);
+}

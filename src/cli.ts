@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // first: sizes libuv's thread pool before anything can start it (see threadpool.ts)
 import './threadpool.js';
+import { givesFlag } from './args.js';
 import { ConfigError, flagHelp, loadConfig } from './config.js';
 import type { App } from './server/app.js';
 import { VERSION } from './version.js';
@@ -92,7 +93,7 @@ async function serve(argv: string[]): Promise<void> {
 }
 
 /** Whether `serve` or `triage` was asked for a bundle (then the bundle's code answers). */
-const wantsBundle = (argv: string[]) => argv.some((a) => a === '--bundle' || a.startsWith('--bundle='));
+const wantsBundle = (argv: string[]) => givesFlag(argv, 'bundle');
 
 async function main(args: string[]): Promise<number> {
   const [command, ...rest] = args;

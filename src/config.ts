@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import type { ParseArgsOptionsConfig } from 'node:util';
 import { parseFlags } from './args.js';
 import { DNS1123_SUBDOMAIN, durationSchema } from './validate.js';
 
@@ -147,8 +148,11 @@ export function isLoopback(host: string): boolean {
 
 const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
 
-/** Parse argv (after the command name) and env into a Config; throws ConfigError with a readable message. */
-export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, extra: Record<string, { type: 'boolean' }> = {}): { config: Config; positionals: string[]; booleans: Record<string, boolean> } {
+/**
+ * Parse argv (after the command name) and env into a Config; throws ConfigError with a readable message.
+ * `extra`: a command's own flags besides the shared ones (capture's --since, triage's --json), returned in `flags`.
+ */
+export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env, extra: ParseArgsOptionsConfig = {}): { config: Config; positionals: string[]; flags: Record<string, string | boolean | undefined> } {
   const parsed = parseFlags(argv, { ...Object.fromEntries(Object.keys(FLAGS).map((f) => [f, { type: 'string' as const }])), ...extra }, (m) => new ConfigError(m));
   const raw: Record<string, unknown> = {};
   for (const [flag, { env: envName }] of Object.entries(FLAGS)) {
@@ -175,8 +179,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
     });
     throw new ConfigError(lines.join('\n'));
   }
-  const booleans = Object.fromEntries(Object.keys(extra).map((k) => [k, Boolean((parsed.values as Record<string, unknown>)[k])]));
-  return { config: result.data, positionals: parsed.positionals, booleans };
+  const flags = Object.fromEntries(Object.keys(extra).map((k) => [k, (parsed.values as Record<string, string | boolean | undefined>)[k]]));
+  return { config: result.data, positionals: parsed.positionals, flags };
 }
 
 function defaultCriEndpoint(hostRoot: string): string | null {

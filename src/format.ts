@@ -60,23 +60,28 @@ export function ago(iso: string | null, now = Date.now()): string {
 }
 
 /*
- * Go-style durations as kubectl and crictl take them: "2s", "500ms", "1m30s".
- * Parsed here next to their writing so that a message quoting a flag's value
- * ("did not answer within 2s") says it in the form the flag accepts.
+ * The one duration grammar of every flag and parameter (--cri-timeout 2s, window=5s,
+ * --since 1h, --max-duration 4h): Go's, as kubectl and crictl take it ("2s", "500ms",
+ * "1m30s", "1.5h"), plus `d` for days ("7d", which journal windows are measured in).
+ * Parsed here next to their writing so that a message quoting a flag's value ("did
+ * not answer within 2s") says it in the form the flag accepts.
  */
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-const DURATION = /^(?:\d+(?:\.\d+)?(?:ms|s|m|h))+$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+/** Each term is digits then a unit letter, so the match is linear; the text is at most 64 characters. */
+const DURATION = /^(?:\d{1,12}(?:\.\d{1,9})?(?:ms|s|m|h|d))+$/;
 
+/** A duration's text → ms, or null when it is not one. */
 export function parseDuration(text: string): number | null {
-  if (!DURATION.test(text)) return null;
+  if (text.length > 64 || !DURATION.test(text)) return null;
   let ms = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h)/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
   return ms;
 }
 
-/** ms as a duration parseDuration reads back: 2000 → 2s, 1500 → 1500ms. */
+/** ms as a duration in its largest whole unit that Go (kubectl) reads back too: 7200000 → 2h, 90000 → 90s, 1500 → 1500ms. */
 export function formatDuration(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+  for (const [unit, n] of [['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (ms !== 0 && ms % n === 0) return `${ms / n}${unit}`;
+  return ms === 0 ? '0s' : `${ms}ms`;
 }
 
 /*

@@ -61,6 +61,18 @@ t.test('durations are written in the form the flags read back', async (t) => {
   t.equal(parseDuration('2 s'), null);
 });
 
+t.test('one duration grammar: Go\'s plus days, written back in the largest whole unit', async (t) => {
+  t.equal(parseDuration('7d'), 7 * 86_400_000, 'days, as --since 7d has always been written');
+  t.equal(parseDuration('1d12h'), 36 * 3_600_000);
+  t.equal(parseDuration('500ms'), 500);
+  for (const bad of ['', '5', 'ms', '1w', '-1s', '1e3s', '1.s', `${'1s'.repeat(40)}`]) t.equal(parseDuration(bad), null, JSON.stringify(bad.slice(0, 20)));
+  t.equal(formatDuration(120_000), '2m', 'as kubectl wait --timeout reads it');
+  t.equal(formatDuration(7_200_000), '2h');
+  t.equal(formatDuration(86_400_000), '24h', 'Go has no d: a day is written 24h');
+  t.equal(formatDuration(90_000), '90s');
+  t.equal(formatDuration(0), '0s');
+});
+
 t.test('escapeTerminal: every C0, DEL, C1 and bidi control written as a visible, inert escape', async (t) => {
   // the observed shape: erase the row, up, erase the header, retitle the window, conceal the rest
   t.equal(escapeTerminal('a\x1b[2K\x1b[1A\x1b]0;title\x07\x1b[8mb'), 'a\\x1b[2K\\x1b[1A\\x1b]0;title\\x07\\x1b[8mb');

@@ -2,7 +2,7 @@
  * The bundle commands:
  *   nodetruth capture [source flags] [-o FILE] [--since 1h] [--max-size 64MiB]
  *   nodetruth serve --bundle FILE [--max-size 128MiB] [serve flags]
- * Their own flags are taken out of argv first; the rest goes to loadConfig, so the
+ * Their own flags are parsed with the shared ones (loadConfig's `extra`), so the
  * source flags are exactly those of `serve`.
  */
 import { createWriteStream, unlinkSync } from 'node:fs';
@@ -14,8 +14,10 @@ import { buildApp } from '../server/app.js';
 import { EXIT_CODES, renderText } from '../triage/report.js';
 import { redactText } from '../redact.js';
 import { escapeTerminal } from '../format.js';
+import { parseFlags } from '../args.js';
+import { durationWithin } from '../validate.js';
 import { captureBundle, type CaptureFigures } from './capture.js';
-import { DEFAULT_MAX_BYTES, DEFAULT_READ_MAX_BYTES, defaultBundleName, parseSince, parseSize, type Manifest } from './format.js';
+import { DEFAULT_MAX_BYTES, DEFAULT_READ_MAX_BYTES, defaultBundleName, parseSize, SINCE, SINCE_TEXT, type Manifest } from './format.js';
 import { readBundle, BundleError } from './read.js';
 import { bundleBanner, buildBundleApp, parseStoredTriage } from './serve.js';
 
@@ -26,36 +28,18 @@ export const CAPTURE_USAGE = `Usage: nodetruth capture [source flags of serve] [
                      order the manifest states (container log tails first, route answers last)
 `;
 
-/** Take `names` (each with a value) out of argv; loadConfig knows only the shared flags. */
-export function takeFlags(argv: string[], names: string[]): { rest: string[]; values: Record<string, string> } {
-  const rest: string[] = [];
-  const values: Record<string, string> = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const name = names.find((n) => a === n || a.startsWith(`${n}=`));
-    if (!name) {
-      rest.push(a);
-      continue;
-    }
-    const v = a === name ? argv[++i] : a.slice(name.length + 1);
-    if (v === undefined) throw new ConfigError(`${name}: a value is required`);
-    values[name] = v;
-  }
-  return { rest, values };
-}
-
 export async function captureMain(argv: string[], io = { stderr: process.stderr as { write(s: string): unknown } }): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(CAPTURE_USAGE);
     return 0;
   }
-  const { rest, values } = takeFlags(argv, ['-o', '--output', '--since', '--max-size']);
-  const sinceMs = values['--since'] === undefined ? 3600_000 : parseSince(values['--since']);
-  if (sinceMs === null) throw new ConfigError(`--since: expected a duration from 1m to 7d such as 1h, got ${JSON.stringify(values['--since'])}`);
-  const maxBytes = values['--max-size'] === undefined ? DEFAULT_MAX_BYTES : parseSize(values['--max-size']);
-  if (maxBytes === null || maxBytes < 1024 * 1024) throw new ConfigError(`--max-size: expected a size of at least 1MiB such as 64MiB, got ${JSON.stringify(values['--max-size'])}`);
-  const { config } = loadConfig(rest);
-  const file = values['-o'] ?? values['--output'] ?? defaultBundleName(config.nodeName);
+  const { config, flags } = loadConfig(argv, process.env, { output: { type: 'string', short: 'o' }, since: { type: 'string' }, 'max-size': { type: 'string' } });
+  const { output, since, 'max-size': size } = flags as Record<string, string | undefined>;
+  const sinceMs = since === undefined ? 3600_000 : durationWithin(since, SINCE);
+  if (sinceMs === null) throw new ConfigError(`--since: expected ${SINCE_TEXT}, got ${JSON.stringify(since)}`);
+  const maxBytes = size === undefined ? DEFAULT_MAX_BYTES : parseSize(size);
+  if (maxBytes === null || maxBytes < 1024 * 1024) throw new ConfigError(`--max-size: expected a size of at least 1MiB such as 64MiB, got ${JSON.stringify(size)}`);
+  const file = output ?? defaultBundleName(config.nodeName);
   const log = createLogger({ logLevel: process.env.NODETRUTH_LOG_LEVEL ? config.logLevel : 'warn' }, pino.destination({ fd: 2, sync: true }));
   const shutdown = new AbortController();
   const deps = createSources(config, log);
@@ -109,13 +93,16 @@ export async function captureMain(argv: string[], io = { stderr: process.stderr 
   }
 }
 
+/** The flags of `serve --bundle` and `triage --bundle`. */
+const BUNDLE_FLAGS = { bundle: { type: 'string' }, 'max-size': { type: 'string' } } as const;
+
 /** `serve --bundle FILE`: read the bundle (refused with the reason when hostile), serve it until SIGTERM. */
 export async function serveBundleMain(argv: string[]): Promise<void> {
-  const { rest, values } = takeFlags(argv, ['--bundle', '--max-size']);
-  const file = values['--bundle']!;
-  const maxBytes = values['--max-size'] === undefined ? DEFAULT_READ_MAX_BYTES : parseSize(values['--max-size']);
-  if (maxBytes === null) throw new ConfigError(`--max-size: expected a size such as 128MiB, got ${JSON.stringify(values['--max-size'])}`);
-  const { config } = loadConfig(rest);
+  const { config, flags } = loadConfig(argv, process.env, BUNDLE_FLAGS);
+  const { bundle: file, 'max-size': size } = flags as Record<string, string | undefined>;
+  if (file === undefined) throw new ConfigError('--bundle: which bundle? --bundle FILE');
+  const maxBytes = size === undefined ? DEFAULT_READ_MAX_BYTES : parseSize(size);
+  if (maxBytes === null) throw new ConfigError(`--max-size: expected a size such as 128MiB, got ${JSON.stringify(size)}`);
   let bundle;
   try {
     bundle = await readBundle(file, { maxBytes });
@@ -153,12 +140,12 @@ export async function triageBundleMain(argv: string[], io: { stdout: { write(s: 
   let json = false;
   let maxBytes = DEFAULT_READ_MAX_BYTES;
   try {
-    const { rest, values } = takeFlags(argv, ['--bundle', '--max-size']);
-    file = values['--bundle']!;
-    const unknown = rest.filter((a) => a !== '--json');
-    if (unknown.length) throw new ConfigError(`with --bundle only --json and --max-size apply, got ${unknown.join(' ')}`);
-    json = rest.includes('--json');
-    if (values['--max-size'] !== undefined) maxBytes = parseSize(values['--max-size']) ?? NaN;
+    const { values, positionals } = parseFlags(argv, { ...BUNDLE_FLAGS, json: { type: 'boolean' } }, (m) => new ConfigError(`${m}; with --bundle only --json and --max-size apply`));
+    if (positionals.length) throw new ConfigError(`with --bundle only --json and --max-size apply, got ${positionals.join(' ')}`);
+    if (values.bundle === undefined) throw new ConfigError('--bundle: which bundle? --bundle FILE');
+    file = values.bundle;
+    json = values.json === true;
+    if (values['max-size'] !== undefined) maxBytes = parseSize(values['max-size']) ?? NaN;
     if (Number.isNaN(maxBytes)) throw new ConfigError(`--max-size: expected a size such as 128MiB`);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;

@@ -14,6 +14,7 @@
  * known; a reader indexes the whole archive anyway (it is bounded by its budget).
  */
 import { z } from 'zod';
+import type { DurationRange } from '../validate.js';
 
 export const FORMAT_VERSION = 1;
 export const MANIFEST_NAME = 'manifest.json';
@@ -149,14 +150,9 @@ export function parseSize(s: string): number | null {
   return Number.isSafeInteger(n) && n > 0 ? n : null;
 }
 
-/** since: 1 minute to 7 days */
-export function parseSince(s: string): number | null {
-  // its own small grammar (30m, 1h, 2d), apart from src/format.ts's parseDuration
-  const m = /^(\d{1,6})(s|m|h|d)$/.exec(s);
-  if (!m) return null;
-  const ms = Number(m[1]) * { s: 1000, m: 60_000, h: 3600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
-  return ms >= 60_000 && ms <= 7 * 86_400_000 ? ms : null;
-}
+/** How far back a capture's journal reaches (--since, ?since=): 1 minute to 7 days. */
+export const SINCE: DurationRange = { minMs: 60_000, maxMs: 7 * 86_400_000, example: '1h' };
+export const SINCE_TEXT = 'a duration from 1m to 7d, such as 1h';
 
 export function defaultBundleName(node: string, at = new Date()): string {
   return `nodetruth-${node}-${at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.tar.gz`;

@@ -8,9 +8,9 @@ import { rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { defaultBundleName } from '../bundle/format.js';
-import { escapeTerminal } from '../format.js';
+import { escapeTerminal, formatDuration } from '../format.js';
 import type { Proc } from './kubectl.js';
-import { formatSeconds, type AttachOptions } from './options.js';
+import type { AttachOptions } from './options.js';
 import { StepFailed, type Session } from './session.js';
 
 /** 4c. --capture: the bundle through the port-forward into a local file. */
@@ -67,12 +67,12 @@ export function printable(body: string, contentType: string | null): string {
 
 /** 4. Interactive: print curl lines and hold the session until Ctrl-C (exit 0) or the forward ends (a failure). */
 export async function holdSession(s: Session, o: AttachOptions, t: { pod: string; port: number; health: string; forward: Proc }): Promise<number> {
-  s.say(`${t.health} answering for node ${o.node} on http://127.0.0.1:${t.port} (pod ${t.pod}${o.namespace ? ` in ${o.namespace}` : ''}; it ends by itself after ${formatSeconds(o.maxDurationSeconds)}, --max-duration)`);
+  s.say(`${t.health} answering for node ${o.node} on http://127.0.0.1:${t.port} (pod ${t.pod}${o.namespace ? ` in ${o.namespace}` : ''}; it ends by itself after ${formatDuration(o.maxDurationSeconds * 1000)}, --max-duration)`);
   s.io.out(`\n${curlLines(t.port).join('\n')}\n\n`);
   s.say('Ctrl-C ends the session and deletes the pod');
   const end = await Promise.race([t.forward.exited.then((r) => ({ exited: r })), s.stopped.then(() => ({ stopped: true }))]);
   if ('stopped' in end || s.stopSignal) return 0; // the user ended the session: that is success
-  throw new StepFailed(`kubectl port-forward ended (${end.exited.code ?? end.exited.signal}); the pod may have stopped (or reached its --max-duration of ${formatSeconds(o.maxDurationSeconds)})`);
+  throw new StepFailed(`kubectl port-forward ended (${end.exited.code ?? end.exited.signal}); the pod may have stopped (or reached its --max-duration of ${formatDuration(o.maxDurationSeconds * 1000)})`);
 }
 
 /** The curl lines printed once the session is up. Single-quoted: they are pasted into a shell. */

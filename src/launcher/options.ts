@@ -6,7 +6,8 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { parseFlags } from '../args.js';
-import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../validate.js';
+import { formatDuration } from '../format.js';
+import { DNS1123_LABEL, DNS1123_SUBDOMAIN, durationSchema } from '../validate.js';
 import { VERSION } from '../version.js';
 
 /** Where nodetruth listens inside the debug pod: its default loopback address. */
@@ -32,10 +33,13 @@ export function movableImage(image: string): boolean {
 }
 /** How long a debug pod may live (activeDeadlineSeconds): a session, not a deployment. */
 export const DEFAULT_MAX_DURATION = '4h';
-const MAX_DURATION_BOUNDS_S = { min: 60, max: 7 * 24 * 3600 };
+const MAX_DURATION_BOUNDS = { minMs: 60_000, maxMs: 7 * 24 * 3_600_000 };
+const TIMEOUT_BOUNDS = { minMs: 1000, maxMs: 24 * 3_600_000 };
 /** deploy/debug-profile.yaml, next to dist/ (or src/) in the package. */
 export const DEFAULT_PROFILE = fileURLToPath(new URL('../../deploy/debug-profile.yaml', import.meta.url));
 
+/** A duration (src/format.ts parseDuration) within the bounds and in whole seconds, in ms. */
+const wholeSeconds = (bounds: { minMs: number; maxMs: number }, message: string) => durationSchema(bounds, () => message).refine((ms) => ms % 1000 === 0, message);
 const notAFlag = (what: string) => z.string().min(1).refine((s) => !s.startsWith('-'), `${what} must not start with "-"`);
 
 const optionsSchema = z.object({
@@ -48,12 +52,9 @@ const optionsSchema = z.object({
   kubeconfig: notAFlag('--kubeconfig').nullable(),
   context: notAFlag('--context').nullable(),
   profilePath: notAFlag('--profile-path'),
-  timeout: z.string().regex(/^\d+(s|m|h)$/, '--timeout: expected a duration such as 90s or 2m'),
-  maxDurationSeconds: z
-    .string()
-    .regex(/^\d{1,9}(s|m|h)$/, '--max-duration: expected a duration such as 4h or 90m')
-    .transform((s) => Number(s.slice(0, -1)) * { s: 1, m: 60, h: 3600 }[s.slice(-1) as 's' | 'm' | 'h'])
-    .refine((n) => n >= MAX_DURATION_BOUNDS_S.min && n <= MAX_DURATION_BOUNDS_S.max, '--max-duration: between 1m and 168h'),
+  /** as kubectl wait --timeout reads it: whole seconds, in their largest whole unit (90s, 2m) */
+  timeout: wholeSeconds(TIMEOUT_BOUNDS, '--timeout: expected a duration of whole seconds from 1s to 24h, such as 90s or 2m').transform(formatDuration),
+  maxDurationSeconds: wholeSeconds(MAX_DURATION_BOUNDS, '--max-duration: expected a duration of whole seconds between 1m and 168h, such as 4h or 90m').transform((ms) => ms / 1000),
   get: z.array(z.string().regex(/^\/[\x21-\x7e]*$/, '--get: expected a path such as /v1/triage?format=text')),
   /** --capture: download GET /v1/bundle into `output` (default nodetruth-<node>-<time>.tar.gz), then clean up */
   capture: z.boolean(),
@@ -130,9 +131,4 @@ export function parseAttachArgs(argv: string[], env: NodeJS.ProcessEnv = process
   if (!result.success) throw new UsageError(result.error.issues.map((i) => i.message).join('\n'));
   if (!existsSync(result.data.profilePath)) throw new UsageError(`--profile-path: no such file ${result.data.profilePath}`);
   return result.data;
-}
-
-/** --max-duration as it was given back: 4h, 90m, 75s. */
-export function formatSeconds(s: number): string {
-  return s % 3600 === 0 ? `${s / 3600}h` : s % 60 === 0 ? `${s / 60}m` : `${s}s`;
 }

@@ -21,43 +21,26 @@ export interface TriageIo {
   env: NodeJS.ProcessEnv;
 }
 
-/** Take --window out of argv (loadConfig knows only the shared flags and booleans). */
-export function splitWindow(argv: string[]): { argv: string[]; windowMs: number } {
-  const out: string[] = [];
-  let windowMs: number = THRESHOLDS.defaultWindowMs;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    let v: string | undefined;
-    if (a === '--window') v = argv[++i];
-    else if (a.startsWith('--window=')) v = a.slice('--window='.length);
-    else {
-      out.push(a);
-      continue;
-    }
-    const ms = v === undefined ? null : durationWithin(v, TRIAGE_WINDOW);
-    if (ms === null) throw new ConfigError(`--window: expected a duration ${rangeText(TRIAGE_WINDOW)}, got ${JSON.stringify(v ?? '')}`);
-    windowMs = ms;
-  }
-  return { argv: out, windowMs };
-}
-
 export async function triageMain(args: string[], io: TriageIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
   let parsed;
   try {
-    const { argv, windowMs } = splitWindow(args);
-    parsed = { ...loadConfig(argv, io.env, { json: { type: 'boolean' } }), windowMs };
+    const { config, flags } = loadConfig(args, io.env, { json: { type: 'boolean' }, window: { type: 'string' } });
+    const window = flags.window as string | undefined;
+    const windowMs = window === undefined ? THRESHOLDS.defaultWindowMs : durationWithin(window, TRIAGE_WINDOW);
+    if (windowMs === null) throw new ConfigError(`--window: expected a duration ${rangeText(TRIAGE_WINDOW)}, got ${JSON.stringify(window)}`);
+    parsed = { config, json: flags.json === true, windowMs };
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     io.stderr.write(`nodetruth triage: ${err.message}\n`);
     return TRIAGE_USAGE_EXIT;
   }
-  const { config, booleans, windowMs } = parsed;
+  const { config, json, windowMs } = parsed;
   // the report is stdout's; the agent's own log (warnings only by default) goes to stderr
   const log = createLogger({ logLevel: io.env.NODETRUTH_LOG_LEVEL ? config.logLevel : 'warn' }, pino.destination({ fd: 2, sync: true }));
   const sources = createSources(config, log);
   try {
     const report = await triage(triageSources(sources), { windowMs });
-    if (booleans.json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+    if (json) io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
     else io.stdout.write(renderText(report, { color: Boolean(io.stdout.isTTY) && !io.env.NO_COLOR }));
     return EXIT_CODES[report.verdict];
   } finally {

@@ -168,11 +168,20 @@ t.test('a refused deadline patch ends the session: the pod is deleted, not left 
   }),
 );
 
+t.test('--timeout reaches kubectl wait in a form it reads', async (t) => {
+  t.equal(opts(['--timeout', '1d']).timeout, '24h');
+  t.equal(opts(['--timeout', '1m30s']).timeout, '90s');
+  for (const bad of ['0s', '25h', '1.5s', 'forever']) t.throws(() => opts(['--timeout', bad]), { name: 'UsageError', message: /--timeout/ }, bad);
+});
+
 t.test('--max-duration is bounded and validated', async (t) => {
   t.equal(opts().maxDurationSeconds, 4 * 3600, 'default 4h');
   t.equal(opts(['--max-duration', '1m']).maxDurationSeconds, 60);
   t.equal(opts(['--max-duration', '168h']).maxDurationSeconds, 7 * 24 * 3600);
-  for (const bad of ['0s', '59s', '169h', '4d', '-1h', '1.5h', '', 'forever']) {
+  t.equal(opts(['--max-duration', '1.5h']).maxDurationSeconds, 5400, 'the one duration grammar: fractions');
+  t.equal(opts(['--max-duration', '4d']).maxDurationSeconds, 4 * 24 * 3600, 'and days');
+  t.equal(opts(['--max-duration', '1h30m']).maxDurationSeconds, 5400);
+  for (const bad of ['0s', '59s', '169h', '8d', '-1h', '90.5s', '', 'forever']) {
     t.throws(() => opts(['--max-duration', bad]), { name: 'UsageError', message: /--max-duration/ }, JSON.stringify(bad));
   }
 });

@@ -3,7 +3,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { tooMany } from '../../errors.js';
 import type { CaptureFigures } from '../../bundle/capture.js';
-import { DEFAULT_MAX_BYTES, defaultBundleName, parseSince, parseSize, type Manifest } from '../../bundle/format.js';
+import { DEFAULT_MAX_BYTES, defaultBundleName, parseSize, SINCE, SINCE_TEXT, type Manifest } from '../../bundle/format.js';
+import { durationWithin } from '../../validate.js';
 import type { AppDeps } from '../app.js';
 import { exemptFromDeadline, requestSignal } from '../request-signal.js';
 import { query } from '../schemas.js';
@@ -14,9 +15,9 @@ const since = z
   .optional()
   .transform((s, ctx) => {
     if (s === undefined) return 3600_000;
-    const ms = parseSince(s);
+    const ms = durationWithin(s, SINCE);
     if (ms === null) {
-      ctx.addIssue({ code: 'custom', message: `since must be a duration from 1m to 7d, such as 1h, got ${JSON.stringify(s)}` });
+      ctx.addIssue({ code: 'custom', message: `since must be ${SINCE_TEXT}, got ${JSON.stringify(s)}` });
       return z.NEVER;
     }
     return ms;
