@@ -41,6 +41,7 @@ export interface Finding {
   subject?: Subject;
 }
 
+/** A source's Outcome (lib/deadline.ts) as the report shows it: answered within its deadline or not, and how long it took. */
 export interface SourceOutcome {
   ok: boolean;
   durationMs: number;
