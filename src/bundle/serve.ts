@@ -35,7 +35,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { Problem, problemTypeUri } from '../errors.js';
+import { Problem, problemOf } from '../errors.js';
 import { escapeTerminal } from '../format.js';
 import type { TriageReport } from '../model/triage.js';
 import { loadKubeClient } from '../readers/kube/api.js';
@@ -43,8 +43,7 @@ import { VERSION } from '../version.js';
 import { buildApp, routeTableOf, type AppDeps } from '../server/app.js';
 import { installAuditLog } from '../server/plugins/audit.js';
 import { installAuth, installHostCheck } from '../server/plugins/auth.js';
-import { installProblemHandlers, sendProblem } from '../server/plugins/problems.js';
-import { problemOf } from '../server/problem-types.js';
+import { clientErrorAnswer, installProblemHandlers, sendProblem } from '../server/plugins/problems.js';
 import { MAX_CANDIDATES, onlyMatch } from '../readers/cri/ids.js';
 import { isSourceError } from '../readers/errors.js';
 import { installTextFormat, wantsText } from '../server/plugins/text-format.js';
@@ -264,7 +263,7 @@ export async function buildBundleApp(bundle: Bundle, deps: AppDeps): Promise<Fas
   const heldThrottling = [...answers.values()].find((r) => r.url.startsWith('/v1/throttling'));
 
   const notLive = (req: FastifyRequest, reply: FastifyReply, detail: string) =>
-    sendProblem(req, reply, new Problem(409, 'Bundle is not the live node', `${detail}: ${captured}`, { capturedAt: m.capturedAt, node: m.node }));
+    sendProblem(req, reply, new Problem('bundle_not_live', `${detail}: ${captured}`, { capturedAt: m.capturedAt, node: m.node }));
 
   app.get('/v1/bundle', async (req, reply) => notLive(req, reply, 'a new capture needs the live node; the bundle file itself is the capture'));
 
@@ -275,7 +274,7 @@ export async function buildBundleApp(bundle: Bundle, deps: AppDeps): Promise<Fas
     const hit = answers.get(key);
     if (hit) return reply.code(hit.status).type(hit.contentType).send(hit.body);
     const why = refused.get(key);
-    if (why !== undefined) return sendProblem(req, reply, new Problem(502, 'Bundle answer refused', `the bundle's stored answer for ${key.slice(0, 200)} is refused: ${why}; ${captured}`, { node: m.node, capturedAt: m.capturedAt }));
+    if (why !== undefined) return sendProblem(req, reply, new Problem('bundle_answer_refused', `the bundle's stored answer for ${key.slice(0, 200)} is refused: ${why}; ${captured}`, { node: m.node, capturedAt: m.capturedAt }));
     const q = req.query as Record<string, unknown>;
     const path = req.url.split('?')[0]!.replace(/\/+$/, '');
     if (q.follow !== undefined && q.follow !== 'false' && q.follow !== '0') return notLive(req, reply, 'a follow stream needs the live node');
@@ -310,9 +309,6 @@ function resolvePrefix(url: string, index: { pods: IdIndex; containers: IdIndex 
 /** What the HTTP parser refused before it was a request: as fastify answers it, with the inert headers, then the socket is closed. */
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, title] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'Request header fields too large'] : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'Request timeout'] : [400, 'Bad request'];
-  const body = JSON.stringify({ type: problemTypeUri(title), title, status, detail: 'the request is not one this server reads' });
-  const headers = Object.entries(INERT_HEADERS).map(([k, v]) => `${k}: ${v}\r\n`).join('');
-  if (socket.writable) socket.write(`HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${headers}Connection: close\r\n\r\n${body}`);
+  if (socket.writable) socket.write(clientErrorAnswer(err, 'the request is not one this server reads', INERT_HEADERS).raw);
   socket.destroy();
 }

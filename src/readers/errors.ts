@@ -2,7 +2,7 @@ import type { HostPathCode } from './hostfs/hostfs.js';
 
 /**
  * What a source says when it cannot answer: a stable code and a sentence for
- * the on-call engineer. Sources know nothing of HTTP; server/problem-types.ts
+ * the on-call engineer. Sources know nothing of HTTP; src/errors.ts
  * maps each code to a status, a title and a problem type, and triage decides
  * between findings by the code. Adding a code means adding its row there (the
  * compiler insists).

@@ -9,8 +9,7 @@ import { installLoadShed } from './plugins/load-shed.js';
 import { installConnectionBounds } from './connections.js';
 import { installSessionSecret } from './plugins/session-secret.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
-import { installProblemHandlers } from './plugins/problems.js';
-import { problemTypeUri } from '../errors.js';
+import { clientErrorAnswer, installProblemHandlers } from './plugins/problems.js';
 import { collectRoutes, openApiDocument, type CompilersFactory } from './openapi.js';
 import { installSharedBody } from './plugins/shared-body.js';
 import { installTextFormat } from './plugins/text-format.js';
@@ -131,18 +130,8 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
  */
 function answerClientError(deps: AppDeps, err: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, title, detail] =
-    err.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'Request header fields too large', 'the request headers exceed 16 KiB']
-      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'Request timeout', 'the request did not arrive within 15 s']
-        : [400, 'Bad request', 'the request is not valid HTTP/1.1'];
-  auditClientError(deps.log as unknown as App['log'], status, err.code ?? 'unknown', socket.remoteAddress);
-  const body = JSON.stringify({ type: problemTypeUri(title), title, status, detail });
-  if (socket.writable) {
-    socket.write(
-      `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    );
-  }
+  const { problem, raw } = clientErrorAnswer(err);
+  auditClientError(deps.log as unknown as App['log'], problem.status, err.code ?? 'unknown', socket.remoteAddress);
+  if (socket.writable) socket.write(raw);
   socket.destroy();
 }

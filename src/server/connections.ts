@@ -21,7 +21,7 @@
 import { Socket } from 'node:net';
 import { getHeapStatistics } from 'node:v8';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
-import { Problem, tooMany } from '../errors.js';
+import { Problem } from '../errors.js';
 import { formatDuration } from '../format.js';
 import { guardCounts } from '../process-guard.js';
 
@@ -123,7 +123,7 @@ export function installConnectionBounds(app: FastifyInstance, o: ConnectionBound
   };
   const refuseClient = (mine: number) => {
     guardCounts.inFlightRefusals++;
-    return tooMany(`this client (its address) has ${mib(mine)} of answers it has not read; at most ${mib(perClient)} are kept for one client: read them, then ask again`, 1);
+    return new Problem('client_unread_limit', `this client (its address) has ${mib(mine)} of answers it has not read; at most ${mib(perClient)} are kept for one client: read them, then ask again`);
   };
 
   app.addHook('onRequest', async (req: FastifyRequest) => {
@@ -148,7 +148,7 @@ export function installConnectionBounds(app: FastifyInstance, o: ConnectionBound
     if (mine > 0 && mine + size > perClient) throw refuseClient(mine);
     if (all > 0 && all + size > total) {
       guardCounts.inFlightRefusals++;
-      throw new Problem(503, 'Overloaded', `clients hold ${mib(all)} of answers they have not read; this one (${mib(size)}) would take the agent past ${mib(total)}; try again shortly`, undefined, { 'retry-after': '1' });
+      throw new Problem('overloaded', `clients hold ${mib(all)} of answers they have not read; this one (${mib(size)}) would take the agent past ${mib(total)}; try again shortly`);
     }
     return payload;
   });

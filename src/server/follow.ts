@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { formatDuration } from '../format.js';
-import { tooMany } from '../errors.js';
+import { Problem } from '../errors.js';
 import type { AppDeps } from './app.js';
 import { exemptFromDeadline } from './request-signal.js';
 
@@ -12,7 +12,7 @@ export class FollowLimiter {
 
   /** Take a slot or throw 429; the returned release is idempotent. */
   acquire(): () => void {
-    if (this.active >= this.max) throw tooMany(`at most ${this.max} follow streams at once (--max-follows); ${this.active} are open`);
+    if (this.active >= this.max) throw new Problem('too_many_follows', `at most ${this.max} follow streams at once (--max-follows); ${this.active} are open`);
     this.active++;
     let done = false;
     return () => {
@@ -36,7 +36,7 @@ export class PerClientFollowLimiter {
   acquire(keys: string[]): () => void {
     for (const k of keys) {
       const n = this.open.get(k) ?? 0;
-      if (n >= this.max) throw tooMany(`at most ${this.max} follow streams per client (--max-follows-per-client); ${k} has ${n} open`);
+      if (n >= this.max) throw new Problem('too_many_follows', `at most ${this.max} follow streams per client (--max-follows-per-client); ${k} has ${n} open`);
     }
     for (const k of keys) this.open.set(k, (this.open.get(k) ?? 0) + 1);
     let done = false;

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyServerOptions, RouteOptions } from 'fastify';
 import { VERSION } from '../version.js';
-import { problemCodesDescription } from './problem-types.js';
+import { problemCodesDescription } from '../errors.js';
 
 /** fastify's `schemaController.compilersFactory` (typed by fastify as ajv's builders). */
 export type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;

@@ -48,7 +48,7 @@ export interface DeadlineOptions {
 function lateState(req: FastifyRequest): State {
   const ac = new AbortController();
   const st: State = { ac, outcome: null, timer: null, reply: null as unknown as FastifyReply, exempt: true };
-  req.raw.socket?.once('close', () => ac.abort(new Problem(499, 'Client closed request', 'the connection closed')));
+  req.raw.socket?.once('close', () => ac.abort(new Problem('client_closed', 'the connection closed')));
   (req as WithState)[kState] = st;
   return st;
 }
@@ -81,8 +81,8 @@ export function installRequestDeadline(app: FastifyInstance, o: DeadlineOptions)
     st.timer = null;
     const problem =
       outcome === 'timeout'
-        ? new Problem(504, 'Request timed out', `no answer within ${o.timeoutMs} ms (--request-timeout); the work was cancelled`)
-        : new Problem(503, 'Shutting down', `the agent is shutting down; this request did not finish within the ${o.shutdownGraceMs} ms grace`);
+        ? new Problem('request_timeout', `no answer within ${o.timeoutMs} ms (--request-timeout); the work was cancelled`)
+        : new Problem('shutting_down', `the agent is shutting down; this request did not finish within the ${o.shutdownGraceMs} ms grace`);
     st.ac.abort(problem);
     const reply = st.reply;
     if (reply.sent || reply.raw.writableEnded) return;
@@ -99,7 +99,7 @@ export function installRequestDeadline(app: FastifyInstance, o: DeadlineOptions)
       const req = (st.reply as FastifyReply).request;
       // follow streams end on the shutdown signal themselves (with a final frame)
       st.timer = st.exempt ? null : setTimeout(() => cut(st, req, 'shutdown'), o.shutdownGraceMs);
-      if (st.exempt) st.ac.abort(new Problem(503, 'Shutting down', 'the agent is shutting down'));
+      if (st.exempt) st.ac.abort(new Problem('shutting_down', 'the agent is shutting down'));
     }
   };
   if (o.shutdown.aborted) onShutdown();
@@ -118,7 +118,7 @@ export function installRequestDeadline(app: FastifyInstance, o: DeadlineOptions)
       st.timer = null;
       if (!reply.raw.writableFinished && st.outcome === null) {
         st.outcome = 'client-gone';
-        st.ac.abort(new Problem(499, 'Client closed request', 'the client went away before the answer'));
+        st.ac.abort(new Problem('client_closed', 'the client went away before the answer'));
       }
     });
   });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ID_PREFIX_PATTERN } from '../readers/cri/ids.js';
+import { parseRfc3339Micros } from '../readers/journal/time.js';
 import { THRESHOLDS } from '../triage/thresholds.js';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN, durationWithin, rangeText, THROTTLING_WINDOW, TRIAGE_WINDOW, type DurationRange } from '../validate.js';
 
@@ -15,6 +16,23 @@ export const repeated = (item: z.ZodString, max: number) =>
   z
     .union([item, z.array(item).max(max, `at most ${max} values`)])
     .transform((v): string[] => (Array.isArray(v) ? v : [v]));
+
+/**
+ * An integer query parameter within [min, max]: digits only (not 1e3, 0x10, a blank);
+ * OpenAPI shows it as an integer with its bounds. `outside` is the reason a value out of
+ * range is given (the parameter's name comes first in the answer: "querystring.tailLines: ...").
+ */
+export const integer = (min: number, max: number, outside = `must be an integer between ${min} and ${max}`) =>
+  z
+    .preprocess((s) => (typeof s === 'string' && /^-?\d{1,16}$/.test(s) ? Number(s) : s), z.number({ error: 'expected an integer' }).int().min(min, outside).max(max, outside))
+    .optional();
+
+/** An RFC 3339 time (kubelet's sinceTime, untilTime), at most 64 characters. */
+export const rfc3339 = z
+  .string()
+  .max(64)
+  .refine((s) => parseRfc3339Micros(s) !== null, 'expected RFC3339, e.g. 2026-11-29T17:42:28Z')
+  .optional();
 
 export const idPrefix = z
   .string()

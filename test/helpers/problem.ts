@@ -1,5 +1,4 @@
-import { isProblem } from '../../src/errors.js';
-import { statusOf } from '../../src/server/problem-types.js';
+import { isProblem, statusOf } from '../../src/errors.js';
 import { isSourceError, type SourceErrorCode } from '../../src/readers/errors.js';
 
 /** The HTTP status an error answers with: a Problem's own, a SourceError's through the code table. */

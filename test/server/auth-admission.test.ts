@@ -150,7 +150,7 @@ t.test('a flood of random tokens from one address to a real route: new valid tok
   t.equal(countOf(flood, 429), VALID.length * 10 - AUTH_CACHE.reviewBurstPerAddress, 'the rest of its flood was refused without asking');
   const limited = flood.find((a) => a.status === 429)!;
   t.equal(limited.retryAfter, String(Math.ceil(1 / AUTH_CACHE.reviewsPerSecondPerAddress)));
-  t.match(JSON.parse(limited.body), { status: 429, title: 'Too many requests', detail: /from this address/ });
+  t.match(JSON.parse(limited.body), { status: 429, title: 'Too many requests', code: 'too_many_reviews', detail: /from this address/ });
   t.equal(tokenReviews() - before, VALID.length + AUTH_CACHE.reviewBurstPerAddress, 'the API server saw only the admitted reviews');
 });
 

@@ -78,7 +78,7 @@ t.test('only /healthz is open', async (t) => {
     t.equal(r.statusCode, 401, `${url} needs a token`);
     t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
     t.equal(r.headers['www-authenticate'], 'Bearer realm="nodetruth"');
-    t.match(r.json(), { status: 401, title: 'Unauthorized', detail: /bearer token is required/ });
+    t.match(r.json(), { status: 401, title: 'Unauthorized', code: 'unauthorized', detail: /bearer token is required/ });
   }
   const basic = await agent.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: 'Basic YWxpY2U6cHc=' } });
   t.equal(basic.statusCode, 401, 'basic auth is not a bearer token');
@@ -91,7 +91,7 @@ t.test('a path that is no route is 404 from the not-found handler, with or witho
       const r = await agent.app.inject({ method, url, headers: token ? { authorization: `Bearer ${token}` } : {} });
       t.equal(r.statusCode, 404, `${method} ${url} ${token ? 'with' : 'without'} a token`);
       t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
-      t.match(r.json(), { status: 404, title: 'Not found', detail: /^no route / });
+      t.match(r.json(), { status: 404, title: 'Not found', code: 'no_route', detail: /^no route / });
       t.notOk(r.headers['www-authenticate'], 'no challenge: there is nothing to authenticate for');
     }
   }
@@ -138,7 +138,7 @@ t.test('authenticated but not authorized: 403 naming the user and the permission
   const r = await get('/readyz', BOB);
   t.equal(r.statusCode, 403);
   t.equal(r.headers['content-type'], 'application/problem+json; charset=utf-8');
-  t.match(r.json(), { status: 403, title: 'Forbidden', detail: `user "bob@example.com" cannot get ${RES_TEXT} of node "node-a"` });
+  t.match(r.json(), { status: 403, title: 'Forbidden', code: 'forbidden', detail: `user "bob@example.com" cannot get ${RES_TEXT} of node "node-a"` });
   const audit = agent.logs.filter((l) => l.audit).at(-1)!.audit as Record<string, unknown>;
   t.equal(audit.user, 'bob@example.com', 'the denied user is audited');
   t.equal(audit.status, 403);
@@ -216,7 +216,7 @@ t.test('auth on without cluster access: 503 with the reason', async (t) => {
   t.ok(warn, 'warned at start');
   const r = await a.app.inject({ method: 'GET', url: '/readyz', headers: { authorization: `Bearer ${ALICE}` } });
   t.equal(r.statusCode, 503);
-  t.match(r.json(), { status: 503, title: 'Source unavailable', detail: "--auth kubernetes cannot review tokens: nodetruth has no access to the Kubernetes API server; the agent's log says why" });
+  t.match(r.json(), { status: 503, title: 'Source unavailable', code: 'no_cluster_credentials', detail: "--auth kubernetes cannot review tokens: nodetruth has no access to the Kubernetes API server; the agent's log says why" });
   t.notOk(r.body.includes(dir), 'where the agent looked is for its log, not for any caller');
   t.ok(a.logs.some((l) => /kubeconfig .*missing does not exist/.test(String(l.reason))), 'the log says why');
   t.equal((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);

@@ -94,7 +94,7 @@ t.test('/v1/cgroups sorting and filters', async (t) => {
   t.equal(stat.length, 2, 'static pod UID (32 hex)');
   const ns = await get('/v1/cgroups?namespace=default');
   t.equal(ns.statusCode, 503, 'a namespace filter needs the runtime');
-  t.match(ns.json().detail, /namespace filter needs the runtime/);
+  t.match(ns.json(), { code: 'needs_runtime', param: 'namespace', detail: /namespace filter needs the runtime/ });
 });
 
 t.test('/v1/cgroups as text', async (t) => {

@@ -112,7 +112,7 @@ t.test('without cluster access: 503 with the reason; other routes unaffected', a
   const res = await agent.app.inject({ method: 'GET', url: '/v1/node/drift' });
   t.equal(res.statusCode, 503);
   t.equal(res.headers['content-type'], 'application/problem+json; charset=utf-8');
-  t.match(res.json().detail, /no view of the API server: no cluster access: not running in a pod/);
+  t.match(res.json(), { code: 'no_cluster_credentials', detail: /no view of the API server: no cluster access: not running in a pod/ });
   t.equal((await agent.app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
 });
 

@@ -69,7 +69,7 @@ t.test('without auth, only loopback Host names (any port) and --allowed-hosts', 
       const r = await request(a.port, url, { host });
       t.equal(r.status, 421, `Host ${host} ${url}`);
       t.match(r.headers['content-type'], /^application\/problem\+json/);
-      t.match(JSON.parse(r.body), { status: 421, detail: /--allowed-hosts/ });
+      t.match(JSON.parse(r.body), { status: 421, code: 'misdirected', detail: /--allowed-hosts/ });
     }
   }
   const refused = audits(a).filter((l) => l.status === 421);
@@ -114,6 +114,7 @@ t.test('one audit line per request: answered, 404, 400, 431', async (t) => {
   const big = await request(a.port, '/healthz', { 'x-filler': 'y'.repeat(20_000) });
   t.equal(big.status, 431);
   t.match(big.headers['content-type'], /^application\/problem\+json/);
+  t.match(JSON.parse(big.body), { status: 431, code: 'headers_too_large', title: 'Request header fields too large' });
   await until('four audit lines', () => audits(a).length >= 4);
   await new Promise((r) => setTimeout(r, 100)); // nothing else may follow
   const lines = audits(a);
@@ -132,7 +133,7 @@ t.test('the server-side deadline answers 504 for itself, aborts the work, and is
   const r = await request(a.port, '/v1/runtime');
   t.equal(r.status, 504);
   t.match(r.headers['content-type'], /^application\/problem\+json/);
-  t.match(JSON.parse(r.body), { status: 504, detail: /--request-timeout/ });
+  t.match(JSON.parse(r.body), { status: 504, code: 'request_timeout', detail: /--request-timeout/ });
   await until('the audit line', () => audits(a).length >= 1);
   await new Promise((r) => setTimeout(r, 200));
   const lines = audits(a);

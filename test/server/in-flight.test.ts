@@ -75,7 +75,7 @@ t.test('a client that holds too many unread bytes is refused 429 until it reads'
   refused ??= await get(KERNEL, '127.0.0.41');
   t.equal(refused.status, 429, `after ${readers.length} stalled readers, the address is refused`);
   t.match(refused.headers['retry-after'], /^\d+$/, 'with Retry-After');
-  t.match(JSON.parse(refused.body), { status: 429, detail: /not read/ });
+  t.match(JSON.parse(refused.body), { status: 429, code: 'client_unread_limit', detail: /not read/ });
   t.equal((await get('/healthz', '127.0.0.41')).status, 200, '/healthz still answers that address');
   // another address is not held to this one's bound (the total bound may still answer it 503)
   t.not((await get(KERNEL, '127.0.0.42')).status, 429, 'another address is not refused for this one');

@@ -1,7 +1,7 @@
 /**
  * A 429 says when to come back (Retry-After, RFC 9110 10.2.3), whichever
  * limit refused it: here the follow limiter (--max-follows 1) over real HTTP.
- * The journal's child cap and the pattern queue throw the same tooMany problem.
+ * Every code of the table that carries it (busy, too_many_*, overloaded, ...) does.
  */
 import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { tooMany } from '../../src/errors.js';
+import { ERROR_CODES, ERROR_TYPES, Problem } from '../../src/errors.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { testApp } from '../helpers/app.js';
 
@@ -38,12 +38,16 @@ t.test('the follow limiter: 429 with Retry-After and a problem body', async (t) 
   t.equal(over.res.statusCode, 429);
   t.match(over.res.headers['retry-after'], /^[1-9]\d*$/, 'Retry-After in whole seconds');
   t.match(over.res.headers['content-type'], /^application\/problem\+json/);
-  t.match(JSON.parse(await over.body), { status: 429, title: 'Too many requests', detail: /--max-follows/ });
+  t.match(JSON.parse(await over.body), { status: 429, title: 'Too many requests', code: 'too_many_follows', detail: /--max-follows/ });
   first.req.destroy();
 });
 
-t.test('tooMany carries the header for every limit; at least 1 s', async (t) => {
-  t.same(tooMany('x').headers, { 'retry-after': '1' });
-  t.same(tooMany('x', 4.2).headers, { 'retry-after': '5' });
-  t.same(tooMany('x', 0).headers, { 'retry-after': '1' });
+t.test('every 429 code carries the header; whole seconds, at least 1', async (t) => {
+  for (const code of ERROR_CODES.filter((c) => ERROR_TYPES[c].status === 429)) {
+    t.same(new Problem(code, 'x').headers, { 'retry-after': '1' }, code);
+    t.same(new Problem(code, 'x', undefined, 4.2).headers, { 'retry-after': '5' }, code);
+    t.same(new Problem(code, 'x', undefined, 0).headers, { 'retry-after': '1' }, code);
+  }
+  t.same(new Problem('overloaded', 'x').headers, { 'retry-after': '1' });
+  t.equal(new Problem('not_found', 'x').headers, undefined);
 });

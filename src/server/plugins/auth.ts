@@ -34,17 +34,14 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { forbidden, misdirected, tooMany, unauthorized, unavailable } from '../../errors.js';
+import { ERROR_TYPES, Problem } from '../../errors.js';
 import type { AccessCheck } from '../../readers/kube/api.js';
 import { isSourceError, SourceError } from '../../readers/errors.js';
 import { SingleFlight } from '../../lib/concurrency.js';
 import type { AppDeps } from '../app.js';
-import { PROBLEM_TYPES } from '../problem-types.js';
 import { ReviewAdmission } from './review-admission.js';
 
 export { TokenBucket } from './review-admission.js';
-/** The 401 and 403 answers, from the one table of src/errors.ts (other plugins import them from here). */
-export { forbidden, unauthorized };
 
 /** Routes answered without a token, by route pattern. */
 export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);
@@ -232,7 +229,7 @@ export class AuthDecider {
     const access = this.deps.kube();
     if (!access.ok) {
       this.logFailure('no access', { reason: access.reason }, '--auth kubernetes: no access to the Kubernetes API server; tokens cannot be reviewed');
-      throw unavailable("--auth kubernetes cannot review tokens: nodetruth has no access to the Kubernetes API server; the agent's log says why");
+      throw new Problem('no_cluster_credentials', "--auth kubernetes cannot review tokens: nodetruth has no access to the Kubernetes API server; the agent's log says why");
     }
     let step = 'TokenReview';
     try {
@@ -255,7 +252,7 @@ export class AuthDecider {
     } catch (err) {
       if (!isSourceError(err)) throw err;
       this.logFailure(`${step} ${err.code}`, { code: err.code, reason: err.message }, `--auth kubernetes: ${step} failed`);
-      throw new SourceError(err.code, `--auth kubernetes could not review the token (${step}): ${PROBLEM_TYPES[err.code].means}; the agent's log has the details`);
+      throw new SourceError(err.code, `--auth kubernetes could not review the token (${step}): ${ERROR_TYPES[err.code].means}; the agent's log has the details`);
     }
   }
 
@@ -278,7 +275,7 @@ function rateLimited(scope: 'address' | 'global', retryAfterMs: number) {
       ? `too many new bearer tokens to review from this address (at most ${AUTH_CACHE.reviewsPerSecondPerAddress}/s, burst ${AUTH_CACHE.reviewBurstPerAddress})`
       : `too many new bearer tokens to review (at most ${AUTH_CACHE.reviewsPerSecond}/s, burst ${AUTH_CACHE.reviewBurst}, all callers together)`;
   const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return tooMany(`${detail}; retry in ${seconds} s`, seconds);
+  return new Problem('too_many_reviews', `${detail}; retry in ${seconds} s`, undefined, seconds);
 }
 
 export function bearerToken(req: FastifyRequest): string | null {
@@ -301,7 +298,7 @@ export function installAuth(app: FastifyInstance, deps: AppDeps, decider = new A
     const token = bearerToken(req);
     if (!token) {
       reply.header('www-authenticate', 'Bearer realm="nodetruth"');
-      throw unauthorized('a bearer token is required (Authorization: Bearer <token>); see --auth kubernetes in docs/security.md');
+      throw new Problem('unauthorized', 'a bearer token is required (Authorization: Bearer <token>); see --auth kubernetes in docs/security.md');
     }
     const d = await decider.decide(token, decider.checkFor(route), req.ip);
     if (d.ok) {
@@ -311,9 +308,9 @@ export function installAuth(app: FastifyInstance, deps: AppDeps, decider = new A
     if (d.user) req.identity = { user: d.user, groups: d.groups };
     if (d.status === 401) {
       reply.header('www-authenticate', 'Bearer realm="nodetruth", error="invalid_token"');
-      throw unauthorized(d.detail);
+      throw new Problem('unauthorized', d.detail);
     }
-    throw forbidden(d.detail);
+    throw new Problem('forbidden', d.detail);
   });
   return decider;
 }
@@ -352,7 +349,8 @@ export function installHostCheck(app: FastifyInstance, deps: AppDeps): void {
     const host = hostOf(req.headers.host);
     if (host !== null && allowed.has(host.replace(/\.$/, ''))) return;
     const shown = typeof req.headers.host === 'string' ? JSON.stringify(req.headers.host.slice(0, 100)) : 'none';
-    throw misdirected(
+    throw new Problem(
+      'misdirected',
       `Host ${shown} is not this agent's: without --auth it answers only to ${[...allowed].join(', ')} (any port), against DNS rebinding; add a name with --allowed-hosts (NODETRUTH_ALLOWED_HOSTS)`,
     );
   });

@@ -64,7 +64,7 @@ interface Waiter {
   admit(): void;
 }
 
-const overloaded = (detail: string) => new Problem(503, 'Overloaded', detail, undefined, { 'retry-after': '1' });
+const overloaded = (detail: string) => new Problem('overloaded', detail);
 
 export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedOptions> = {}): void {
   const o = { ...LOAD_SHED_DEFAULTS, ...options };
@@ -153,4 +153,4 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
   });
 }
 
-const clientGone = () => new Problem(499, 'Client closed request', 'the client went away before its request was admitted');
+const clientGone = () => new Problem('client_closed', 'the client went away before its request was admitted');

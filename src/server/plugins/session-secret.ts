@@ -18,7 +18,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { AppDeps } from '../app.js';
-import { unauthorized } from './auth.js';
+import { Problem } from '../../errors.js';
 
 /** The request header that carries the session token (lower case, as Node gives headers). */
 export const SESSION_HEADER = 'x-nodetruth-session';
@@ -39,7 +39,8 @@ export function installSessionSecret(app: FastifyInstance, deps: Pick<AppDeps, '
     // a header sent twice arrives joined ("a, b") and never matches; an array cannot happen for it
     if (typeof sent === 'string' && sent.length <= 1024 && timingSafeEqual(digest(sent), expected)) return;
     reply.header('www-authenticate', 'Nodetruth-Session realm="nodetruth"');
-    throw unauthorized(
+    throw new Problem(
+      'session_required',
       typeof sent === 'string'
         ? `the ${SESSION_HEADER} header does not match this session's token`
         : `this agent serves one attach session: every request but /healthz needs its token in the ${SESSION_HEADER} header (nodetruth attach sends it)`,

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { tooMany } from '../../errors.js';
+import { Problem } from '../../errors.js';
 import type { CaptureFigures } from '../../bundle/capture.js';
 import { DEFAULT_MAX_BYTES, defaultBundleName, parseSize, SINCE, SINCE_TEXT, type Manifest } from '../../bundle/format.js';
 import { durationWithin } from '../../validate.js';
@@ -58,7 +58,7 @@ export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
     async (req, reply) => {
       // the capture and tar code is loaded on the first request, not before the agent listens: start-up does not pay for it
       const { captureBundle } = await import('../../bundle/capture.js');
-      if (running) throw tooMany('a capture is already running; one at a time', 10);
+      if (running) throw new Problem('capture_running', 'a capture is already running; one at a time', undefined, 10);
       running = true;
       exemptFromDeadline(req);
       const signal = AbortSignal.any([requestSignal(req), deps.shutdown]);

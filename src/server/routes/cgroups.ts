@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { humanSize, shortId } from '../../format.js';
-import { Problem, unavailable, unreadable } from '../../errors.js';
+import { Problem } from '../../errors.js';
 import type { CgroupRecord, Limit } from '../../model/cgroup.js';
 import { type ThrottlingEntry } from '../../readers/cgroup/throttling.js';
 import { sortRecords } from '../../view/cgroup-lookup.js';
@@ -90,7 +90,7 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       // concurrent requests (of any filter) share one walk, read and runtime join (view/named-cgroups.ts);
       // a cgroup that cannot be listed or read is skipped and named in warnings, the rest stands
       const { mode, join, items: all, warnings } = await cgroups.records(q.podUid === undefined ? {} : { podUid: q.podUid });
-      if (q.namespace !== undefined && !join.joined) throw unavailable(`namespace filter needs the runtime: ${join.detail}`);
+      if (q.namespace !== undefined && !join.joined) throw new Problem('needs_runtime', `namespace filter needs the runtime: ${join.detail}`, { param: 'namespace' });
       const items = all.filter((r) => (!q.kind || r.kind === q.kind) && (q.namespace === undefined || r.podNamespace === q.namespace));
       return { cgroupVersion: mode.version, drivers: mode.drivers, runtime: joinSummary(join), items: sortRecords(items, q.sort), warnings };
     },
@@ -113,8 +113,8 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
       if (items[0]?.path !== m.cgroups[0]!.path) {
         // THE cgroup asked for: unreadable is an answer of its own (with the reason), not a 404 nor a 500
         const own = warnings.find((w) => w.startsWith(`cgroup ${m.cgroups[0]!.path}:`));
-        if (own) throw unreadable(`cannot read the cgroup of ${req.params.id}: ${own}`);
-        throw new Problem(404, 'Not found', `the cgroup of ${req.params.id} vanished while it was read`);
+        if (own) throw new Problem('source_unreadable', `cannot read the cgroup of ${req.params.id}: ${own}`);
+        throw new Problem('not_found', `the cgroup of ${req.params.id} vanished while it was read`);
       }
       return { match: m.match, runtime: joinSummary(join), items, warnings };
     },
@@ -145,7 +145,7 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
         });
         return { windowMs: report.windowMs, runtime: joinSummary(join), items, warnings };
       } catch (err) {
-        if ((err as Error).name === 'AbortError') throw unavailable('measurement cancelled: the client went away or the agent is shutting down');
+        if ((err as Error).name === 'AbortError') throw new Problem('shutting_down', 'measurement cancelled: the client went away or the agent is shutting down');
         throw err;
       } finally {
         reply.raw.off('close', onClose);

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { unavailable } from '../../errors.js';
+import { Problem } from '../../errors.js';
 import { compareDrift, toApiPod, type DriftReport } from '../../view/drift.js';
 import type { AppDeps } from '../app.js';
 import { requireRuntime } from '../../sources.js';
@@ -37,10 +37,10 @@ export const driftRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app,
       // Check for access before loading client-node: its first load is slow on a small
       // node (62–86 s seen in the node VM), and without access there is nothing to load it for.
       const pre = precheckKubeAccess({ kubeconfig: deps.config.kubeconfig });
-      if (!pre.ok) throw unavailable(`no view of the API server: ${pre.reason}`);
+      if (!pre.ok) throw new Problem('no_cluster_credentials', `no view of the API server: ${pre.reason}`);
       await loadKubeClient();
       const access = deps.kube();
-      if (!access.ok) throw unavailable(`no view of the API server: ${access.reason}`);
+      if (!access.ok) throw new Problem('no_cluster_credentials', `no view of the API server: ${access.reason}`);
       const runtime = requireRuntime(deps);
       const [pods, sandboxes, containers] = await Promise.all([access.api.podsOnNode(deps.config.nodeName), runtime.pods(), runtime.containers()]);
       return compareDrift(deps.config.nodeName, pods.map(toApiPod), sandboxes, containers);

@@ -6,24 +6,18 @@ import { validateJournalQuery, validateFileQuery } from '../../readers/journal/q
 import { readLogFile } from '../../readers/journal/file-log.js';
 import { compileKernelPattern, KERNEL_LIMITS, MAX_KERNEL_TAIL } from '../../view/kernel-log.js';
 import { PODLOG_LIMITS, type LogLocation } from '../../readers/podlogs/podlogs.js';
+import { JOURNAL_LIMITS, PRIORITY } from '../../readers/journal/limits.js';
 import { parseRfc3339Micros } from '../../readers/journal/time.js';
 import type { AppDeps } from '../app.js';
 import { followLimiter, sendFollow } from '../follow.js';
 import { requestSignal } from '../request-signal.js';
-import { badRequest } from '../../errors.js';
 import { escapeTerminal } from '../../format.js';
-import { idParams, query, repeated } from '../schemas.js';
+import { idParams, integer, query, repeated, rfc3339 } from '../schemas.js';
 
 /** "true"/"false"/"1"/"0" as a query parameter */
 const bool = z
   .enum(['true', 'false', '1', '0', ''])
   .transform((s) => s === 'true' || s === '1' || s === '')
-  .optional();
-/** an integer query parameter; bounds are checked by the source so the message names kubelet's limit */
-const int = z
-  .string()
-  .regex(/^-?\d{1,9}$/, 'expected an integer')
-  .transform(Number)
   .optional();
 const text = (max: number) => z.string().max(max).optional();
 
@@ -36,12 +30,17 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         summary: "The journal (or a file under /var/log), with kubelet's node log query parameters",
         querystring: query({
           query: repeated(z.string().max(4096), 16).optional().describe('unit (repeatable, at most 4), or one file path under /var/log'),
-          sinceTime: text(64).describe('RFC3339'),
-          untilTime: text(64).describe('RFC3339, not before sinceTime'),
-          tailLines: int.describe('0 to 100000'),
+          sinceTime: rfc3339.describe('RFC3339'),
+          untilTime: rfc3339.describe('RFC3339, not before sinceTime'),
+          tailLines: integer(0, JOURNAL_LIMITS.maxTailLines).describe('the newest lines'),
           pattern: text(4096).describe('PCRE2 regular expression (journalctl --grep)'),
-          boot: int.describe('0 this boot, -1 the one before, ...'),
-          priority: text(32).describe('0-7 or emerg..debug, or a range FROM..TO'),
+          boot: integer(-100_000, 0, 'must be an integer less than 1 (0 is the current boot, -1 the one before)').describe('0 this boot, -1 the one before, ...'),
+          priority: z
+            .string()
+            .max(32)
+            .regex(PRIORITY, 'expected a level 0-7 or emerg|alert|crit|err|warning|notice|info|debug, or a range FROM..TO')
+            .optional()
+            .describe('0-7 or emerg..debug, or a range FROM..TO'),
           follow: bool,
         }),
       },
@@ -70,9 +69,9 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       schema: {
         summary: 'Kernel log records from /dev/kmsg (older ones from the journal)',
         querystring: query({
-          sinceSeq: int.describe('first kmsg sequence number'),
-          tailLines: int.describe(`0 to ${MAX_KERNEL_TAIL}`),
-          limitBytes: int.describe(`bytes of record text answered, the newest records that fit (default ${KERNEL_LIMITS.defaultLimitBytes}, at most ${KERNEL_LIMITS.maxLimitBytes})`),
+          sinceSeq: integer(0, Number.MAX_SAFE_INTEGER, 'must be 0 or more').describe('first kmsg sequence number'),
+          tailLines: integer(0, MAX_KERNEL_TAIL).describe('the newest records'),
+          limitBytes: integer(1, KERNEL_LIMITS.maxLimitBytes).describe(`bytes of record text answered, the newest records that fit (default ${KERNEL_LIMITS.defaultLimitBytes})`),
           pattern: text(1024).describe('RE2 regular expression (case-insensitive unless it has a capital letter)'),
           follow: bool,
         }),
@@ -81,13 +80,6 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
     },
     async (req, reply) => {
       const { sinceSeq, tailLines, limitBytes, pattern, follow } = req.query;
-      if (limitBytes !== undefined && (limitBytes < 1 || limitBytes > KERNEL_LIMITS.maxLimitBytes)) {
-        throw badRequest(`limitBytes: must be an integer between 1 and ${KERNEL_LIMITS.maxLimitBytes}`, { param: 'limitBytes' });
-      }
-      if (sinceSeq !== undefined && sinceSeq < 0) throw badRequest('sinceSeq: must be 0 or more', { param: 'sinceSeq' });
-      if (tailLines !== undefined && (tailLines < 0 || tailLines > MAX_KERNEL_TAIL)) {
-        throw badRequest(`tailLines: must be an integer between 0 and ${MAX_KERNEL_TAIL}`, { param: 'tailLines' });
-      }
       const q = { sinceSeq: sinceSeq ?? null, tailLines: tailLines ?? null, limitBytes: limitBytes ?? null, pattern: pattern ? await compileKernelPattern(pattern) : null };
       if (!follow) return deps.kernel.read(q, requestSignal(req));
       const release = followLimiter(deps).acquire();
@@ -138,14 +130,14 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         summary: "A container's CRI log file (partial lines joined); works with the runtime down",
         params: idParams,
         querystring: query({
-          tailLines: int.describe('logical lines (P parts joined), 0 to 100000'),
-          sinceTime: text(64).describe('RFC3339'),
+          tailLines: integer(0, PODLOG_LIMITS.maxTailLines).describe('logical lines (P parts joined)'),
+          sinceTime: rfc3339.describe('RFC3339'),
           previous: bool.describe('the attempt before this one'),
           timestamps: bool.describe('prefix each line with its RFC3339Nano time (text format)'),
           stream: z.enum(['stdout', 'stderr', 'all']).optional(),
           follow: bool,
-          limitBytes: int.describe(`bytes of message text returned (default ${PODLOG_LIMITS.defaultLimitBytes}); with tailLines or sinceTime the newest lines that fit`),
-        }),
+          limitBytes: integer(1, Number.MAX_SAFE_INTEGER, 'must be at least 1').describe(`bytes of message text returned (default ${PODLOG_LIMITS.defaultLimitBytes}); with tailLines or sinceTime the newest lines that fit`),
+        }).refine((q) => !(q.follow && q.previous), { path: ['follow'], message: 'cannot follow a previous attempt' }),
       },
       config: {
         // a line cut at the 1 MiB line cap (PODLOG_LIMITS.maxLineBytes) says so in text too
@@ -155,13 +147,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
     },
     async (req, reply) => {
       const q = req.query;
-      if (q.tailLines !== undefined && (q.tailLines < 0 || q.tailLines > PODLOG_LIMITS.maxTailLines)) {
-        throw badRequest(`tailLines: must be an integer between 0 and ${PODLOG_LIMITS.maxTailLines}`, { param: 'tailLines' });
-      }
-      if (q.limitBytes !== undefined && q.limitBytes < 1) throw badRequest('limitBytes: must be at least 1', { param: 'limitBytes' });
       const sinceUs = q.sinceTime === undefined ? null : parseRfc3339Micros(q.sinceTime);
-      if (q.sinceTime !== undefined && sinceUs === null) throw badRequest('sinceTime: expected RFC3339', { param: 'sinceTime' });
-      if (q.follow && q.previous) throw badRequest('follow: cannot follow a previous attempt', { param: 'follow' });
       const loc = await locate(deps, req.params.id);
       const file = q.previous ? deps.podLogs.previousPath(loc) : loc.logPath;
       const pq = { tailLines: q.tailLines ?? null, sinceUs, stream: q.stream ?? 'all', limitBytes: q.limitBytes ?? null, previous: Boolean(q.previous) } as const;

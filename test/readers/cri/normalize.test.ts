@@ -157,7 +157,7 @@ t.test('prefix resolution', async (t) => {
     }
     return null;
   };
-  // a source speaks codes, not HTTP statuses (server/problem-types.ts maps them: 409, 404)
+  // a source speaks codes, not HTTP statuses (src/errors.ts maps them: 409, 404)
   t.match(thrown(() => resolvePrefix(items, 'abc', 'container')), { name: 'SourceError', code: 'ambiguous_id', candidates: ['abc1', 'abc2'], message: /2 containers match id prefix abc/ });
   t.match(thrown(() => resolvePrefix(items, 'f', 'container')), { name: 'SourceError', code: 'not_found', message: /no container with id or id prefix f/ });
 });

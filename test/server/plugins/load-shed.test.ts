@@ -96,7 +96,7 @@ t.test('beyond running + queued: 503 problem+json with Retry-After, at once; the
   t.equal(third.status, 503);
   t.equal(third.headers['retry-after'], '1');
   t.match(third.headers['content-type'], /application\/problem\+json/);
-  t.match(JSON.parse(third.body), { status: 503, title: 'Overloaded' });
+  t.match(JSON.parse(third.body), { status: 503, title: 'Overloaded', code: 'overloaded' });
   t.equal((await get(base, '/light')).status, 200, 'a light route never waits');
   g.finishOne();
   t.equal((await first).status, 200);

@@ -46,7 +46,7 @@ t.test('without the token: 401 problem+json on every route but /healthz, unknown
     const r = await get(agent.port, p);
     t.equal(r.status, 401, p);
     t.match(r.headers['content-type'], /^application\/problem\+json/, p);
-    t.match(JSON.parse(r.body), { status: 401, title: 'Unauthorized', detail: /x-nodetruth-session/ }, p);
+    t.match(JSON.parse(r.body), { status: 401, title: 'Unauthorized', code: 'session_required', detail: /x-nodetruth-session/ }, p);
     t.match(r.headers['www-authenticate'], /Nodetruth-Session/);
   }
 });
