@@ -95,7 +95,7 @@ export async function pidUse(fs: HostFs, warnings?: string[]): Promise<PidUse> {
   return { processes, threads, pidMax: pm, threadsMax: tm, pidRatio: ratio(threads, pm), threadsRatio: ratio(threads, tm) };
 }
 
-export async function nodeHealth(fs: HostFs, opts: { kubeletHealthzUrl: string; kubeletTimeoutMs?: number; warnings?: string[] }): Promise<NodeHealth> {
+export async function nodeHealth(fs: HostFs, opts: { kubeletHealthzUrl: string; kubeletTimeoutMs: number; warnings?: string[] }): Promise<NodeHealth> {
   const w = opts.warnings;
   const [release, uptime, loadavg, meminfo, cpuP, memP, ioP, pids, disks, cgroup, kubelet] = await Promise.all([
     readPart(fs, '/proc/sys/kernel/osrelease', 4096, w),
@@ -111,7 +111,7 @@ export async function nodeHealth(fs: HostFs, opts: { kubeletHealthzUrl: string; 
       w?.push(`${CGROUP_MOUNT}: unreadable (${errText(err)}), cgroup mode unknown`);
       return { version: 'unknown', fsType: null, drivers: [], reason: `${CGROUP_MOUNT} could not be read: ${errText(err)}` };
     }),
-    kubeletHealthz(opts.kubeletHealthzUrl, opts.kubeletTimeoutMs ?? 1000),
+    kubeletHealthz(opts.kubeletHealthzUrl, opts.kubeletTimeoutMs),
   ]);
   const psi = (text: string | null, file: string) => parsePsi(text, () => w?.push(`${file}: malformed lines skipped`));
   const load = parseLoadavg(loadavg);
