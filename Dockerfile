@@ -4,9 +4,10 @@
 #
 #   docker build -t ghcr.io/nodetruth/nodetruth:0.1.0 .
 #
-# Three stages: `build` compiles TypeScript with the dev dependencies, `deps` installs
-# the production dependencies alone, and the runtime stage is debian:bookworm-slim with
-# only the `node` binary, those dependencies, dist/, proto/ and a journalctl.
+# Three stages: `build` compiles TypeScript with the dev dependencies and bundles it
+# (esbuild: dist/nodetruth.mjs and its chunks, the package's bin), `deps` installs the
+# production dependencies alone, and the runtime stage is debian:bookworm-slim with only
+# the `node` binary, those dependencies, dist/, proto/ and a journalctl.
 # test/deploy/dockerfile.test.ts checks that everything copied here exists and runs the
 # `deps` stage's command and the entrypoint from a production install.
 
@@ -23,6 +24,12 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
+# The bundle `nodetruth` runs: Node reads a few files instead of ~480 modules at start
+# (bench/RESULTS.md, "start-up"). esbuild's binary comes from its platform package
+# (@esbuild/linux-x64, an optional dependency npm installs like any other); its install
+# script, skipped here, only checks that package.
+COPY scripts/bundle.mjs ./scripts/
+RUN node scripts/bundle.mjs
 
 # ---------------------------------------------------------------- deps
 FROM ${NODE_IMAGE} AS deps
@@ -63,18 +70,19 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /src/dist ./dist
 COPY package.json ./
 COPY proto ./proto
-# Node's compile cache: V8's compiled code of the modules `serve` loads before
-# it listens, made here once by importing them, so a start reads it instead of compiling
-# fastify, zod, grpc-js, pino and dist/ again (bench/RESULTS.md, "start-up").
-# Node reads it on a read-only root filesystem too (it only skips writing), as the user
-# who made it (uid 0: Node keys the directory by uid); an entry made for other source text
-# or by another Node is ignored, never used. It costs ~3 MiB RSS (the entries stay loaded).
+# Node's compile cache: V8's code for the bundle's files, made here once by `nodetruth
+# version`, so a start reads it instead of parsing them again. Node caches what it compiles
+# when it loads a file (each file's top level, not the functions it later runs), so the
+# files `version` loads (the entry, the CLI, and the chunks they share with serve:
+# zod, config) are the ones that count; a whole `serve` start caches no more that matters
+# (bench/RESULTS.md, "start-up"). Node reads it on a read-only root filesystem too (it only
+# skips writing), as the user who made it (uid 0: Node keys the directory by uid); an entry
+# made for other source text or by another Node is ignored, never used.
 ENV NODE_COMPILE_CACHE=/app/.compile-cache
 # `nodetruth` on PATH: kubectl debug ... -- nodetruth serve runs it as the command.
-RUN chmod 0755 dist/cli.js \
- && ln -s /app/dist/cli.js /usr/local/bin/nodetruth \
- && nodetruth version \
- && node -e "Promise.all(['server/app.js','sources/index.js','agent.js','config.js'].map((m) => import('/app/dist/' + m)))"
+RUN chmod 0755 dist/nodetruth.mjs \
+ && ln -s /app/dist/nodetruth.mjs /usr/local/bin/nodetruth \
+ && nodetruth version
 
 LABEL org.opencontainers.image.title="nodetruth" \
       org.opencontainers.image.description="Read-only agent that tells what a Kubernetes node is really doing: CRI runtime, cgroup v2, /proc, journal, kernel log." \

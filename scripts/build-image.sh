@@ -21,7 +21,7 @@
 # outside the clone so that a fresh clone on the same machine finds it):
 # the base images by their recipe (this file, the mirror, the Node binary, the npm
 # version, the build CA), the archive by that plus the Dockerfile, package*.json,
-# tsconfig*.json, src/ and proto/. A hit prints the cached archive at once.
+# tsconfig*.json, scripts/bundle.mjs, src/ and proto/. A hit prints the cached archive at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,7 +59,7 @@ base_hash=$( { sed -n '/^# ---- base images/,/^# ---- end base images/p' "$0"; e
 input_hash=$( {
   echo "$base_hash $IMAGE"
   sed -n '/^# ---- the image/,$p' "$0"
-  (cd "$CONTEXT" && find Dockerfile .dockerignore package.json package-lock.json tsconfig.json tsconfig.build.json src proto -type f -print0 | sort -z | xargs -0 sha256sum)
+  (cd "$CONTEXT" && find Dockerfile .dockerignore package.json package-lock.json tsconfig.json tsconfig.build.json scripts/bundle.mjs src proto -type f -print0 | sort -z | xargs -0 sha256sum)
 } | sha)
 ARCHIVE="$CACHE/nodetruth-$input_hash.oci.tar"
 if [ -s "$ARCHIVE" ] && [ -s "$ARCHIVE.json" ]; then
