@@ -1,5 +1,6 @@
-/** The triage snapshot's reads, from the agent's sources (no I/O of its own but its own cgroup's name). */
+/** The triage snapshot's reads, from the agent's sources (no I/O of its own but where the agent itself runs). */
 import { readFileSync } from 'node:fs';
+import { CGROUP_MOUNT } from '../readers/cgroup/cgroups.js';
 import { cniDirsFromRuntimeInfo, readCniState } from '../readers/cni/cni.js';
 import { journalQuery } from '../readers/journal/query.js';
 import { noCriSocket } from '../readers/cri/errors.js';
@@ -27,8 +28,13 @@ export function ownCgroup(file = '/proc/self/cgroup'): string | null {
   return path && path.startsWith('/') && path !== '/' && !path.startsWith('/..') ? path : null;
 }
 
-/** `selfCgroupFile`: where the agent reads its own cgroup (tests point it at a fixture). */
-export function triageSources(s: Sources, selfCgroupFile?: string): TriageSources {
+/** Where the agent finds itself: its own /proc/self/cgroup and pid (tests point them at a fixture). */
+export interface Self {
+  cgroupFile: string;
+  pid: number;
+}
+
+export function triageSources(s: Sources, self: Self = { cgroupFile: '/proc/self/cgroup', pid: process.pid }): TriageSources {
   const kernelProblems = new KernelProblemsSource(s.kmsg, s.hostFs);
   const d = deadlines(s.config);
   return {
@@ -52,9 +58,18 @@ export function triageSources(s: Sources, selfCgroupFile?: string): TriageSource
       warnings.push(...r.warnings);
       // The agent's own container is left out: the measuring is the agent's own work, under its
       // pod's CPU limit, and its throttling is the cost of the triage, not a finding about the node.
-      const self = ownCgroup(selfCgroupFile);
-      if (!self) return r.report;
-      return { ...r.report, entries: r.report.entries.filter((e) => e.path !== self && !self.startsWith(`${e.path}/`)) };
+      // Its cgroup is the one /proc/self/cgroup names, or, in a cgroup namespace of its own (which
+      // names no host path), the one whose cgroup.procs lists the agent's pid (the kernel writes
+      // pids as the reader's pid namespace sees them). Only throttled containers are looked at.
+      const own = ownCgroup(self.cgroupFile);
+      const pid = String(self.pid);
+      const isOwn = async (path: string) =>
+        own !== null
+          ? path === own || own.startsWith(`${path}/`)
+          : ((await s.hostFs.readFile(`${CGROUP_MOUNT}${path}/cgroup.procs`, 64 * 1024).catch(() => null)) ?? '').split('\n').includes(pid);
+      const entries = [];
+      for (const e of r.report.entries) if (e.throttledPeriods === 0 || !(await isOwn(e.path))) entries.push(e);
+      return { ...r.report, entries };
     },
     host: (warnings) => nodeHealth(s.hostFs, { kubeletHealthzUrl: s.config.kubeletHealthz, kubeletTimeoutMs: d.kubeletHealthz, warnings }),
     cni: (info) => readCniState(s.hostFs, cniDirsFromRuntimeInfo(info)),

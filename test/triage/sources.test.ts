@@ -124,13 +124,16 @@ t.test("the agent's own container is not a throttling finding: the measuring is 
     writeFileSync(f, text);
     return f;
   };
-  const throttled = async (self: string) => {
-    const r = buildReport(await gatherSnapshot(triageSources(agent.deps, self), { windowMs: 600 }));
+  const throttled = async (cgroupFile: string, pid = process.pid) => {
+    const r = buildReport(await gatherSnapshot(triageSources(agent.deps, { cgroupFile, pid }), { windowMs: 600 }));
     return r.findings.filter((f) => f.id === 'cpu-throttling').map((f) => f.subject?.containerId);
   };
   t.same(await throttled(selfFile(`0::${containerCgroupPath('systemd', 'besteffort', POD_UID, 'f'.repeat(64))}\n`)), [SPIN_ID], 'an agent elsewhere: the spinner is throttled');
   t.same(await throttled(selfFile(`0::${spinPath}\n`)), [], "the agent in the spinner's container: left out");
-  t.same(await throttled(selfFile('0::/\n')), [SPIN_ID], 'a cgroup namespace of its own hides the path: nothing is left out');
+  // in a cgroup namespace of its own the agent sees "0::/"; the spinner's cgroup.procs lists its pid
+  writeFileSync(path.join(node.root, 'sys/fs/cgroup', spinPath, 'cgroup.procs'), `4242\n${process.pid}\n`);
+  t.same(await throttled(selfFile('0::/\n')), [], "the agent's pid in the spinner's cgroup.procs: left out");
+  t.same(await throttled(selfFile('0::/\n'), process.pid + 100_000), [SPIN_ID], 'another pid: the spinner is throttled');
   t.equal(ownCgroup(selfFile(`12:pids:/x\n0::${spinPath}\n`)), spinPath);
   t.equal(ownCgroup(selfFile('0::/../../kubepods.slice\n')), null, 'a path outside its namespace is not a host path');
   t.equal(ownCgroup(path.join(node.root, 'missing')), null);
