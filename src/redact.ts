@@ -40,7 +40,7 @@
  * arguments reach 128 KiB and strings in verbose info megabytes).
  */
 import { ARGS_KEY, ENV_KEY, MAX_DEPTH, MAX_JSON_PARSE, MAX_JSON_TEXT, MAX_VALUES, REDACTED, SECRET_KEY } from './rules/redaction.js';
-import { argState, redactArg } from './redact/args.js';
+import { argState, redactArg, redactArgs } from './redact/args.js';
 import { redactText } from './redact/text.js';
 
 export { MAX_DEPTH, MAX_JSON_PARSE, MAX_JSON_TEXT, MAX_VALUES, REDACTED, SECRET_KEY } from './rules/redaction.js';
@@ -58,6 +58,17 @@ export function redactEnvEntry(entry: string): string {
   return i < 0 ? entry : `${entry.slice(0, i)}=${REDACTED}`;
 }
 
+
+/**
+ * Rows holding a command line (a process listing) as they leave the agent: each
+ * cmdline by the command-line rules; a row with nothing to redact is returned as is.
+ */
+export function redactCmdlines<T extends { cmdline: readonly string[] }>(rows: readonly T[]): T[] {
+  return rows.map((r) => {
+    const c = redactArgs([...r.cmdline]);
+    return c.every((a, i) => a === r.cmdline[i]) ? r : { ...r, cmdline: c };
+  });
+}
 
 /** Labels and annotations: by key, and JSON documents in values as documents. */
 export function redactMap(map: Record<string, string>): Record<string, string> {

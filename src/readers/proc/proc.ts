@@ -2,11 +2,11 @@
  * /proc readers under the host root. PIDs are those of the host's pid namespace
  * as mounted at <host-root>/proc (the agent runs with hostPID, as the kubectl
  * debug node profile does). A pid that exits mid-read is skipped. environ is
- * never read.
+ * never read. A command line comes back as the process set it, credentials and all:
+ * it is redacted where it leaves the agent (redactCmdlines, src/redact.ts).
  */
 import type { NamespaceEntry, NsType, ProcessInfo } from '../../model/process.js';
 import { NS_TYPES } from '../../model/process.js';
-import { redactArgs } from '../../redact.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { mapLimit } from '../../lib/concurrency.js';
@@ -93,8 +93,7 @@ export async function readProcess(fs: HostFs, pid: number, opts: ReadProcessOpti
     pid: stat.pid,
     ppid: Number.isInteger(ppid) ? ppid : stat.ppid,
     comm: stat.comm,
-    // command lines carry credentials (--password=x, --token x): same policy as the runtime's args
-    cmdline: redactArgs(parseCmdline(cmdText)),
+    cmdline: parseCmdline(cmdText),
     state: stat.state,
     rssBytes: kbToBytes(status?.get('VmRSS')),
     threads: Number.isInteger(threads) ? threads : stat.numThreads,

@@ -5,6 +5,7 @@ import type { AppDeps } from '../app.js';
 import { requestSignal } from '../request-signal.js';
 import { idParams, query } from '../schemas.js';
 import { humanSize } from '../../format.js';
+import { redactCmdlines } from '../../redact.js';
 
 /** Processes and namespaces of a container, through its cgroup: works with the runtime down. */
 export const processRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -35,7 +36,8 @@ export const processRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
       const { target } = await containerCgroup(req.params.id, false);
       // cmdline reads can block on the target's memory map: bounded per request, see readers/proc/limiter.ts
       const { items, warnings } = await containerProcesses(fs, target, requestSignal(req));
-      return { containerId: target.containerId, podUid: target.podUid, cgroup: target.path, items, warnings };
+      // command lines carry credentials (--password=x, --token x): redacted here, where they leave
+      return { containerId: target.containerId, podUid: target.podUid, cgroup: target.path, items: redactCmdlines(items), warnings };
     },
   );
 

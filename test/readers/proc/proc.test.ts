@@ -21,6 +21,7 @@ import {
   parseUptime,
 } from '../../../src/readers/proc/parse.js';
 import { classifyNamespaces, countProcesses, mainProcess, readNamespaces, readProcess, readProcesses } from '../../../src/readers/proc/proc.js';
+import { redactCmdlines } from '../../../src/redact.js';
 
 const fs = new HostFs('/');
 const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-proc-'));
@@ -74,12 +75,15 @@ t.test('a child: sleep 1000', async (t) => {
   t.ok(p!.rssBytes! > 0 && p!.rssBytes! < 64 * 1024 * 1024);
 });
 
-t.test('credentials in a command line are redacted as in the runtime\'s args', async (t) => {
+t.test('a command line is read as the process set it; redactCmdlines takes its credentials (the routes apply it)', async (t) => {
   const script = 'setTimeout(() => {}, 1e6)';
   const child = await start(process.execPath, ['-e', script, '--', '--db-password=hunter2', '--token', 'hunter2', '--port=1']);
   const p = await readProcess(fs, child.pid!);
-  t.same(p!.cmdline, [process.execPath, '-e', script, '--', '--db-password=<redacted>', '--token', '<redacted>', '--port=1']);
-  t.notMatch(JSON.stringify(p), /hunter2/);
+  t.same(p!.cmdline, [process.execPath, '-e', script, '--', '--db-password=hunter2', '--token', 'hunter2', '--port=1']);
+  const [r] = redactCmdlines([p!]);
+  t.same(r!.cmdline, [process.execPath, '-e', script, '--', '--db-password=<redacted>', '--token', '<redacted>', '--port=1']);
+  t.notMatch(JSON.stringify(r), /hunter2/);
+  t.equal(redactCmdlines([{ cmdline: ['/bin/sleep', '1000'] }])[0]!.cmdline[1], '1000');
 });
 
 t.test('a child whose name holds spaces and parentheses', async (t) => {
