@@ -5,7 +5,7 @@ import { formatMicros } from '../readers/journal/time.js';
 import { LEVEL_NAMES, type KmsgRecord } from '../readers/kmsg/parse.js';
 import { bootWallUs, readBootId, type KmsgItem, type KmsgReader } from '../readers/kmsg/reader.js';
 import { sleep } from '../lib/concurrency.js';
-import { compileUserPattern, type UserPattern } from '../lib/pattern.js';
+import { compileUserPattern, type UserPattern } from '../readers/user-pattern.js';
 import { redactLogText } from '../redact.js';
 
 /** A kernel log record as /v1/kernel returns it. */

@@ -2,7 +2,7 @@ import type { promises as fsp } from 'node:fs';
 import { HOST_PATH_CODES, SourceError, type SourceErrorCode } from '../errors.js';
 import { isHostPathError, type HostFs } from '../hostfs/hostfs.js';
 import { JOURNAL_LIMITS } from './limits.js';
-import { compileUserPattern } from '../../lib/pattern.js';
+import { compileUserPattern } from '../user-pattern.js';
 import { redactLogText } from '../../redact.js';
 import { mapSliced } from '../../lib/turns.js';
 
