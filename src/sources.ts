@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { deadlines } from './deadlines.js';
 import { CgroupSource } from './view/named-cgroups.js';
 import { CriClient } from './readers/cri/client.js';
 import { noCriSocket } from './readers/cri/errors.js';
@@ -59,10 +60,10 @@ export interface Sources {
 /** Build the sources for one agent process; the caller calls closeSources. */
 export function createSources(config: Config, log: Logger): Sources {
   const hostFs = new HostFs(config.hostRoot);
-  const cri = config.criEndpoint ? new CriClient(config.criEndpoint, config.criTimeoutMs) : null;
+  const { criCall } = deadlines(config);
+  const cri = config.criEndpoint ? new CriClient(config.criEndpoint, criCall) : null;
   criLatencyOf(cri); // every CRI call from the start, for /v1/node's list latency (PLEG)
-  // names for cgroups, series and OOM kills wait for the runtime as long as one CRI call may take
-  const index = new RuntimeIndexSource(cri, config.criTimeoutMs);
+  const index = new RuntimeIndexSource(cri, criCall);
   const journal = new JournalSource({ hostFs, journalctl: config.journalctl });
   const kmsg = new KmsgReader(hostFs, config.kmsgPath);
   return {
