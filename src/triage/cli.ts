@@ -11,7 +11,7 @@ import { closeSources, createSources } from '../sources.js';
 import { durationWithin, rangeText, TRIAGE_WINDOW } from '../validate.js';
 import { EXIT_CODES, renderText, triage } from './report.js';
 import { triageSources } from './sources.js';
-import { THRESHOLDS } from './thresholds.js';
+import { THRESHOLDS } from '../rules/thresholds.js';
 
 export const TRIAGE_USAGE_EXIT = 3;
 

@@ -19,7 +19,7 @@ import { readOnce, type KmsgRing } from '../readers/kmsg/reader.js';
 import { isSourceError, type SourceErrorCode } from '../readers/errors.js';
 import { type Outcome, withinDeadline } from '../lib/deadline.js';
 import type { Deadlines } from '../deadlines.js';
-import { THRESHOLDS } from './thresholds.js';
+import { THRESHOLDS } from '../rules/thresholds.js';
 
 /**
  * Why a source gave no answer, as the code rules match (never an HTTP status):

@@ -9,7 +9,7 @@ import { KernelProblemsSource } from '../view/kernel-problems.js';
 import { nodeFacts } from '../readers/node/facts.js';
 import { nodeHealth } from '../view/node-health.js';
 import { deadlines } from '../deadlines.js';
-import { THRESHOLDS } from './thresholds.js';
+import { THRESHOLDS } from '../rules/thresholds.js';
 import type { TriageSources } from './snapshot.js';
 
 /**
