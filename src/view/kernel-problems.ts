@@ -11,7 +11,7 @@
  * kernel's: a record a process writes to /dev/kmsg gets LOG_USER (or its own facility)
  * from the kernel, so a tenant cannot forge a hung task of another pod.
  */
-import { setImmediate as yieldNow } from 'node:timers/promises';
+import { nextTurn } from '../lib/turns.js';
 import type { QosClass } from '../model/cgroup.js';
 import { containsInOrder } from '../lib/phrases.js';
 import { parseKubepodsPath } from '../readers/cgroup/kubepods-path.js';
@@ -83,7 +83,7 @@ export async function scanKernelProblems(records: readonly KmsgRecord[], signal?
   const taken = new Set<number>();
   for (let i = 0; i < records.length; i++) {
     if (i > 0 && i % L.chunk === 0) {
-      await yieldNow();
+      await nextTurn('plain');
       if (signal?.aborted) break;
     }
     const r = records[i]!;
