@@ -7,7 +7,8 @@ import { journalQuery } from '../readers/journal/query.js';
 import { formatMicros } from '../readers/journal/time.js';
 import type { KmsgReader, KmsgRing } from '../readers/kmsg/reader.js';
 import { bootWallUs, readBootId } from '../readers/kmsg/reader.js';
-import { OOM_PATTERNS, parseOomReports, type KernelLine, type OomKill } from '../readers/oom/parse.js';
+import { parseOomReports, type KernelLine, type OomKill } from '../readers/oom/parse.js';
+import { OOM_PATTERNS } from '../rules/oom-patterns.js';
 
 export interface AttributedOomKill extends OomKill {
   /** from task_memcg: the pod and container the killed process lived in (null: not a pod) */

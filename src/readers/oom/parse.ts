@@ -10,22 +10,9 @@
  *   oom-kill:constraint=…,nodemask=…,cpuset=…,mems_allowed=…,oom_memcg=<cg>|global_oom,task_memcg=<cg>,task=<comm>,pid=<n>,uid=<n>
  *   Memory cgroup out of memory: Killed process <pid> (<comm>) total-vm:…kB, anon-rss:…kB, file-rss:…kB, shmem-rss:…kB, UID:<n> pgtables:…kB oom_score_adj:<n>
  *
- * Pure: lines in, kills out. The rules are data, here.
+ * Pure: lines in, kills out. The patterns are data: rules/oom-patterns.ts.
  */
-export const OOM_PATTERNS = {
-  invoked: /^(.*) invoked oom-killer: gfp_mask=(0x[0-9a-f]+)(?:\(([^)]*)\))?, order=(-?\d+), oom_score_adj=(-?\d+)/,
-  memcgUsage: /^memory: usage (\d+)kB, limit (\d+)kB, failcnt (\d+)/,
-  /** the summary line is parsed by parseOomSummary (a regex with six adjacent .*? groups took 35 s on a 4 KiB line) */
-  summaryPrefix: 'oom-kill:constraint=',
-  killed:
-    /^(Memory cgroup out of memory|Out of memory(?: \(oom_kill_allocating_task\))?): Killed process (\d+) \((.*)\) total-vm:(\d+)kB, anon-rss:(\d+)kB, file-rss:(\d+)kB, shmem-rss:(\d+)kB(?:, UID:(\d+) pgtables:(\d+)kB oom_score_adj:(-?\d+))?/,
-  /** kernels before ~5.0: `Task in <cg> killed as a result of limit of <cg>` (parseLegacyMemcg: a regex for it is quadratic) */
-  legacyMemcg: { prefix: 'Task in ', separator: ' killed as a result of limit of ' },
-  /** a kernel record's text is at most 1024 bytes (PRINTKRB_RECORD_MAX); longer lines are no OOM report and are not parsed */
-  maxLineChars: 4096,
-  /** a cheap prefilter (and journalctl --grep) for the lines above */
-  any: 'invoked oom-killer|^memory: usage|^oom-kill:|Killed process|^Task in .* killed as a result',
-} as const;
+import { OOM_PATTERNS } from '../../rules/oom-patterns.js';
 
 /** One kernel log line, from /dev/kmsg or from the journal's kernel transport. */
 export interface KernelLine {
