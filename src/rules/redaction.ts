@@ -8,6 +8,9 @@
  */
 export const REDACTED = '<redacted>';
 
+/** Paths the logger (pino) never prints, wherever they appear in a log object. */
+export const LOG_REDACT_PATHS = ['req.headers.authorization', 'headers.authorization', 'authorization', 'token', '*.token', 'password', '*.password'];
+
 /** Containers (objects, arrays) nested deeper than this are replaced by a marker. */
 export const MAX_DEPTH = 64;
 /** Values visited per call (one pod's annotations, one verbose info document). */
