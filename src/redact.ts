@@ -86,22 +86,6 @@ export function redactMap(map: Record<string, string>): Record<string, string> {
 }
 
 /**
- * A flat record by key (a request's query for the audit line, headers):
- * values under a secret-looking key become REDACTED whatever their type,
- * other strings (and arrays of strings) lose URL credentials and bearer tokens.
- */
-export function redactFlatRecord<T>(record: Record<string, T>): Record<string, T | string | unknown[]> {
-  const out: Record<string, T | string | unknown[]> = {};
-  for (const [k, v] of Object.entries(record)) {
-    if (SECRET_KEY.test(k)) set(out, k, secretValue(v) as T | string);
-    else if (typeof v === 'string') set(out, k, redactText(v));
-    else if (Array.isArray(v)) set(out, k, v.map((e: unknown) => (typeof e === 'string' ? redactText(e) : e)));
-    else set(out, k, v);
-  }
-  return out;
-}
-
-/**
  * A value holding a JSON document (kubectl apply's
  * kubectl.kubernetes.io/last-applied-configuration annotation carries the whole
  * pod spec, env values included, and kubelet hands pod annotations to the
