@@ -40,7 +40,7 @@ export const idPrefix = z
   .max(64, 'an id has at most 64 hex characters')
   .regex(ID_PREFIX_PATTERN, 'an id or id prefix is lowercase hex [0-9a-f]');
 
-export const idParams = z.strictObject({ id: idPrefix });
+export const idParams = z.strictObject({ id: idPrefix.describe('an id, or a prefix of one that matches only it') });
 
 /** Kubernetes label key=value, as crictl --label takes it. */
 const LABEL = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?=([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
@@ -72,5 +72,5 @@ const windowParam = (r: DurationRange, defaultMs: number) =>
       return ms;
     });
 
-export const throttlingWindow = windowParam(THROTTLING_WINDOW, 5000).describe('how long CPU throttling is measured (default 5s)');
-export const triageWindow = windowParam(TRIAGE_WINDOW, THRESHOLDS.defaultWindowMs).describe('how long CPU throttling is measured (default 2s)');
+export const throttlingWindow = windowParam(THROTTLING_WINDOW, 5000).describe(`how long CPU throttling is measured: a duration ${rangeText(THROTTLING_WINDOW)} (default 5s)`);
+export const triageWindow = windowParam(TRIAGE_WINDOW, THRESHOLDS.defaultWindowMs).describe(`how long CPU throttling is measured: a duration ${rangeText(TRIAGE_WINDOW)} (default 2s)`);

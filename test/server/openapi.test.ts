@@ -49,3 +49,16 @@ t.test('the first request builds it: every route, with the parameters of its zod
   t.same(await again.json(), doc, 'the same document on the next request');
   t.notOk(loaded('ajv'), 'still no ajv: the document\'s throwaway instance compiles nothing');
 });
+
+t.test('every route says what it answers: its 200, and errors as problem+json with a code of the table', async (t) => {
+  type Doc = { components: { schemas: Record<string, { properties: { code: { enum: string[] } } }> }; paths: Record<string, { get: { responses: Record<string, { description: string; content?: Record<string, { schema: { $ref: string } }> }> } }> };
+  const doc = (await (await get('/openapi.json')).json()) as Doc;
+  const { ERROR_CODES } = await import('../../src/errors.js');
+  t.same(doc.components.schemas.Problem!.properties.code.enum, ERROR_CODES, 'the code is one of the table');
+  for (const [p, { get: op }] of Object.entries(doc.paths)) {
+    t.not(op.responses['200']?.description, 'Default Response', `${p}: its 200 is described`);
+    t.equal(op.responses.default?.content?.['application/problem+json']?.schema.$ref, '#/components/schemas/Problem', `${p}: errors`);
+  }
+  t.match(doc.paths['/v1/kernel']!.get.responses['200']!.description, /text table with \?format=text; with follow=true an NDJSON stream/);
+  t.match(doc.paths['/metrics']!.get.responses['200']!.description, /Prometheus text/);
+});

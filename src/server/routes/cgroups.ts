@@ -77,10 +77,10 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
         description:
           'Limits are a number, or the string "max" (unlimited) exactly as cgroup v2 writes it; null means the file is absent (controller not enabled). 501 on cgroup v1 or hybrid hosts.',
         querystring: query({
-          podUid: podUid.optional(),
-          namespace: k8sNamespace.optional().describe('needs the runtime (pod namespaces are not in cgroup names)'),
+          podUid: podUid.optional().describe("one pod's cgroup and its containers'"),
+          namespace: k8sNamespace.optional().describe('needs the runtime (pod namespaces are not in cgroup names), else 503 needs_runtime'),
           kind: z.enum(['pod', 'container']).optional(),
-          sort: z.enum(['memory', 'throttling', 'oom']).optional(),
+          sort: z.enum(['memory', 'throttling', 'oom']).optional().describe('largest first'),
         }),
       },
       config: { table: (b: { items: CgroupRecord[] }) => cgroupsTable(b.items) },
@@ -125,7 +125,7 @@ export const cgroupRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
     {
       schema: {
         summary: "Containers ranked by CPU throttling measured over a window: cpu.stat read twice, share of CFS periods throttled, seconds throttled, cpu.max quota in cores",
-        querystring: query({ window: throttlingWindow, podUid: podUid.optional() }),
+        querystring: query({ window: throttlingWindow, podUid: podUid.optional().describe('one pod') }),
       },
       config: { table: throttlingTable },
     },

@@ -41,7 +41,7 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
             .regex(PRIORITY, 'expected a level 0-7 or emerg|alert|crit|err|warning|notice|info|debug, or a range FROM..TO')
             .optional()
             .describe('0-7 or emerg..debug, or a range FROM..TO'),
-          follow: bool,
+          follow: bool.describe('stream new records'),
         }),
       },
       config: { table: (b: { records?: Array<{ time: string; identifier: string | null; pid: number | null; message: string }>; lines?: string[] }) => logText(b) },
@@ -68,12 +68,13 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
     {
       schema: {
         summary: 'Kernel log records from /dev/kmsg (older ones from the journal)',
+        description: 'The newest records whose text fits in limitBytes are answered; when older ones were left out the answer says `truncated: "bytes"` and a warning says how many.',
         querystring: query({
           sinceSeq: integer(0, Number.MAX_SAFE_INTEGER, 'must be 0 or more').describe('first kmsg sequence number'),
           tailLines: integer(0, MAX_KERNEL_TAIL).describe('the newest records'),
           limitBytes: integer(1, KERNEL_LIMITS.maxLimitBytes).describe(`bytes of record text answered, the newest records that fit (default ${KERNEL_LIMITS.defaultLimitBytes})`),
           pattern: text(1024).describe('RE2 regular expression (case-insensitive unless it has a capital letter)'),
-          follow: bool,
+          follow: bool.describe('stream new records'),
         }),
       },
       config: { table: (b: { records?: Array<{ time: string; levelName: string; seq: number | null; text: string }> }) => (b.records ?? []).map((r) => `${r.time} ${r.levelName.padEnd(7)} [${r.seq ?? '-'}] ${escapeTerminal(r.text)}`).join('\n') + '\n' },
@@ -134,8 +135,8 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
           sinceTime: rfc3339.describe('RFC3339'),
           previous: bool.describe('the attempt before this one'),
           timestamps: bool.describe('prefix each line with its RFC3339Nano time (text format)'),
-          stream: z.enum(['stdout', 'stderr', 'all']).optional(),
-          follow: bool,
+          stream: z.enum(['stdout', 'stderr', 'all']).optional().describe('default all'),
+          follow: bool.describe('stream new lines'),
           limitBytes: integer(1, Number.MAX_SAFE_INTEGER, 'must be at least 1').describe(`bytes of message text returned (default ${PODLOG_LIMITS.defaultLimitBytes}); with tailLines or sinceTime the newest lines that fit`),
         }).refine((q) => !(q.follow && q.previous), { path: ['follow'], message: 'cannot follow a previous attempt' }),
       },

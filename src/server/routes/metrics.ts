@@ -40,7 +40,10 @@ export const metricsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; inputs?: Metr
     ));
   app.get(
     '/metrics',
-    { schema: { summary: 'Prometheus metrics: cAdvisor-compatible per pod and container cgroup, plus nodetruth_* for the runtime, CRI calls, node and kernel' } },
+    {
+      schema: { summary: 'Prometheus metrics: cAdvisor-compatible per pod and container cgroup, plus nodetruth_* for the runtime, CRI calls, node and kernel' },
+      config: { answer: 'Prometheus text exposition format 0.0.4 (text/plain)' },
+    },
     async (_req, reply) => {
       const m = await load();
       const text = await m.metrics();

@@ -60,10 +60,10 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
       schema: {
         summary: 'Pod sandboxes, as crictl pods lists them',
         querystring: query({
-          namespace: k8sNamespace.optional(),
-          name: nameFilter.optional(),
-          state: sandboxState.optional(),
-          label: labelSelector,
+          namespace: k8sNamespace.optional().describe('exact namespace'),
+          name: nameFilter.optional().describe('substring of the pod name'),
+          state: sandboxState.optional().describe('ready, notready (or the CRI names SANDBOX_READY, SANDBOX_NOTREADY), any case'),
+          label: labelSelector.describe('key=value, repeatable (at most 16)'),
         }),
       },
       config: { table: (b: { items: PodSandbox[] }) => podsTable(b.items) },
@@ -103,12 +103,12 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
       schema: {
         summary: 'All containers, as crictl ps -a lists them, with exit code, reason and times from ContainerStatus',
         querystring: query({
-          state: containerState.optional(),
-          pod: z.string().max(64).regex(/^[0-9a-f]+$/, 'a pod sandbox id or prefix (hex)').optional(),
-          name: nameFilter.optional(),
-          namespace: k8sNamespace.optional(),
-          podName: k8sName.optional(),
-          label: labelSelector,
+          state: containerState.optional().describe('created, running, exited, unknown (or the CRI names CONTAINER_RUNNING, ...), any case'),
+          pod: z.string().max(64).regex(/^[0-9a-f]+$/, 'a pod sandbox id or prefix (hex)').optional().describe('pod sandbox id prefix'),
+          name: nameFilter.optional().describe('substring of the container name'),
+          namespace: k8sNamespace.optional().describe("exact namespace of the container's pod"),
+          podName: k8sName.optional().describe("exact name of the container's pod"),
+          label: labelSelector.describe('key=value, repeatable (at most 16)'),
         }),
       },
       config: { table: (b: { items: ContainerRow[] }) => containersTable(b.items) },
@@ -157,7 +157,7 @@ export const runtimeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (ap
     {
       schema: {
         summary: 'Images, as crictl images lists them',
-        querystring: query({ image: z.string().min(1).max(512).regex(/^[A-Za-z0-9._:/@-]+$/, 'an image reference').optional() }),
+        querystring: query({ image: z.string().min(1).max(512).regex(/^[A-Za-z0-9._:/@-]+$/, 'an image reference').optional().describe('substring of a repo tag or the image id') }),
       },
       config: { table: (b: { items: Image[] }) => imagesTable(b.items) },
     },
