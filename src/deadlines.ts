@@ -30,7 +30,7 @@ export interface Deadlines {
   kubeletHealthz: number;
   /** The kernel log ring: the first read attributes the whole ring; at 2 s a loaded node lost it in 4 of 5 first scrapes. */
   kmsgRing: number;
-  /** The ring and the journal's kernel records (OOM kills, kernel problems): journalctl starts a process. */
+  /** The kernel log as triage reads it: OOM kills from the ring and the journal (journalctl starts a process), kernel problems attributed. */
   kernelLog: number;
   /** kubelet's journal of the last minutes through journalctl. */
   journal: number;
