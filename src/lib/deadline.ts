@@ -2,7 +2,7 @@
  * "This source answered, or did not, and why": the one deadline helper and the
  * one outcome type every caller that waits on a source with a deadline uses
  * (readiness checks, the runtime's names for cgroups, node readiness, a scrape,
- * the triage snapshot).
+ * the triage snapshot, the guard for maybe-hung calls, the pattern workers).
  */
 
 export type Outcome<T> =
