@@ -12,6 +12,14 @@
 #                                       # the launcher (dist/cli.js attach) against node1,
 #                                       # with the release's kubectl or FILE's first on PATH:
 #                                       # answers, the audit trail, the pod deleted
+#   bash scripts/dev-cluster.sh daemonset-check
+#                                       # kubectl apply -k deploy/daemonset/core: the agent on
+#                                       # node1 over TLS, --auth kubernetes through the real
+#                                       # TokenReview/SubjectAccessReview, both audit trails
+#   bash scripts/dev-cluster.sh drift-check
+#                                       # /v1/node/drift of that agent against the real API
+#                                       # server: a pod never started, kubelet stopped, a pod
+#                                       # force-deleted while it is; kubelet started again
 #   bash scripts/dev-cluster.sh down    # stop every process `up` started, by PID
 #
 # State in $NODETRUTH_DEV_CLUSTER_DIR (default .dev-cluster/, gitignored):
@@ -192,8 +200,9 @@ kubeconfig() { # kubeconfig FILE CERT-NAME
 
 audit_policy() {
   cat >"$DIR/audit-policy.yaml" <<'EOF'
-# Who reached a pod (port-forward, exec, attach), the agent's TokenReviews and
-# SubjectAccessReviews, and every create/delete of a pod or DaemonSet with its body.
+# Who reached a pod (port-forward, exec, attach), who bound it to a node (the scheduler's
+# pods/binding), the agent's TokenReviews and SubjectAccessReviews, and every create/delete
+# of a pod or DaemonSet with its body.
 apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -201,7 +210,7 @@ rules:
   - level: Metadata
     resources:
       - group: ""
-        resources: [pods/portforward, pods/exec, pods/attach]
+        resources: [pods/portforward, pods/exec, pods/attach, pods/binding]
   - level: Metadata
     resources:
       - group: authentication.k8s.io
@@ -336,7 +345,8 @@ EOF
     log "booting the $suite guest and its kubelet (test/e2e/cluster/node.ts; minutes under TCG)"
     rm -f "$DIR/node-timings"
     npx tsx test/e2e/cluster/node.ts up --dir="$DIR" --suite="$suite" --bin="$BIN" \
-      --api-port="$API_PORT" --kubelet-port="$KUBELET_PORT" --node="$NODE_NAME" ||
+      --api-port="$API_PORT" --kubelet-port="$KUBELET_PORT" --node="$NODE_NAME" \
+      --service-ip="$SERVICE_IP" ||
       die "the node did not become Ready (its logs: $DIR/node/)"
     sed 's/^/node: /' "$DIR/node-timings" >>"$DIR/timings"
     K get nodes -o wide >&2
@@ -519,6 +529,453 @@ attach_check() {
   log "attach-check passed in $(since "$t0") s: pod $pod created, port-forwarded, answered, audited, gone"
 }
 
+# TAP-like lines on stdout for the checks that assert many things; each failure is counted
+# and the check exits non-zero at its end (a precondition that fails still dies at once).
+TAP_N=0
+TAP_FAILED=0
+tap() { # tap OK|FAIL DESCRIPTION [DETAIL]
+  TAP_N=$((TAP_N + 1))
+  if [[ $1 == OK ]]; then
+    echo "ok $TAP_N - $2"
+  else
+    TAP_FAILED=$((TAP_FAILED + 1))
+    echo "not ok $TAP_N - $2"
+    [[ -n ${3:-} ]] && sed 's/^/  # /' <<<"$3"
+  fi
+  return 0
+}
+# expect DESCRIPTION CMD...: ok when CMD succeeds
+expect() {
+  local what=$1
+  shift
+  if "$@" >/dev/null 2>&1; then tap OK "$what"; else tap FAIL "$what"; fi
+}
+tap_end() {
+  local what=$1 t0=$2
+  echo "1..$TAP_N"
+  if ((TAP_FAILED)); then
+    log "$what: $TAP_FAILED of $TAP_N failed ($(since "$t0") s)"
+    return 1
+  fi
+  log "$what passed: $TAP_N of $TAP_N in $(since "$t0") s"
+}
+
+node_ready() {
+  for p in "${PROCS[@]}"; do alive "$p"; done
+  node_pid >/dev/null || die "no node: run up without --no-node"
+  [[ $(K get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
+    die "node $NODE_NAME is not Ready"
+}
+
+# guest SCRIPT [TIMEOUT]: runs SCRIPT as root in the node through guest/control.sh's command
+# directory on the share (what vm.ts's exec does), prints its output, returns its status.
+guest() {
+  local script=$1 t=${2:-60} cmd id i rc
+  cmd=$(realpath -ms "$DIR/node/share/cmd")
+  [[ -d $cmd ]] || die "no $cmd: the node's command directory"
+  # ids of their own: node.ts numbered its commands 0001, 0002, ...
+  id=dc$(date +%s%N)$$
+  printf '%s\n' "$script" >"$cmd/$id.tmp"
+  mv "$cmd/$id.tmp" "$cmd/$id.$t.sh"
+  for ((i = 0; i < (t + 20) * 10; i++)); do
+    [[ -f $cmd/$id.rc ]] && break
+    ((i % 50)) || node_pid >/dev/null || die "the node's qemu is gone"
+    sleep 0.1
+  done
+  [[ -f $cmd/$id.rc ]] || die "the node did not answer a command within $((t + 20)) s: ${script%%$'\n'*}"
+  rc=$(cat "$cmd/$id.rc")
+  cat "$cmd/$id.out" 2>/dev/null || true
+  rm -f "$cmd/$id".*
+  return "$rc"
+}
+
+AGENT_NS=nodetruth
+AGENT_SELECTOR=app.kubernetes.io/name=nodetruth,app.kubernetes.io/component=agent
+CALLERS_NS=nodetruth-callers
+
+# The DaemonSet as users apply it (deploy/daemonset/core), with the probes made to fit a
+# TCG guest on a loaded host: a startupProbe (5 s period, 10 min in all) before the
+# livenessProbe counts, and that probe given 10 s and 6 failures instead of 3 s and 3. The
+# agent then takes minutes to listen, and the manifests' liveness probe (20 s x 3, no delay)
+# killed it first every time (host load ~20: 7 restarts in 11 min, never Ready); once
+# serving, a /healthz slower than 3 s three times in a row had it killed mid-check (load
+# 25). Returns once its one pod is Ready. Sets AGENT_POD.
+daemonset_up() {
+  local i overlay=$DIR/daemonset-overlay
+  mkdir -p "$overlay"
+  cat >"$overlay/kustomization.yaml" <<YAML
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - $(realpath --relative-to="$overlay" deploy/daemonset/core)
+patches:
+  - target: {kind: DaemonSet, name: nodetruth}
+    patch: |-
+      - op: add
+        path: /spec/template/spec/containers/0/startupProbe
+        value:
+          httpGet: {path: /healthz, port: https, scheme: HTTPS}
+          periodSeconds: 5
+          timeoutSeconds: 3
+          failureThreshold: 120
+      - op: replace
+        path: /spec/template/spec/containers/0/livenessProbe/timeoutSeconds
+        value: 10
+      - op: replace
+        path: /spec/template/spec/containers/0/livenessProbe/failureThreshold
+        value: 6
+YAML
+  for ((i = 1; ; i++)); do
+    K apply -k "$overlay" >"$DIR/daemonset-apply.out" 2>&1 && break
+    ((i < 3)) || { cat "$DIR/daemonset-apply.out" >&2; die "kubectl apply -k deploy/daemonset/core (+ startupProbe) failed $i times"; }
+    sleep 1
+  done
+  # under TCG the agent takes tens of seconds to load before its first probe answers
+  wait_for 900 "DaemonSet $AGENT_NS/nodetruth: one pod Ready, updated" bash -c \
+    "[[ \$('$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $AGENT_NS get ds nodetruth -o jsonpath='{.status.numberReady}/{.status.updatedNumberScheduled}') == 1/1 ]]" ||
+    { K -n "$AGENT_NS" describe pods -l "$AGENT_SELECTOR" >&2; die "the DaemonSet's pod did not become Ready"; }
+  AGENT_POD=$(K -n "$AGENT_NS" get pods -l "$AGENT_SELECTOR" -o json | jq -r '[.items[] | select(.metadata.deletionTimestamp == null
+      and any(.status.conditions[]?; .type == "Ready" and .status == "True"))][0].metadata.name // empty')
+  [[ -n $AGENT_POD ]] || die "no pod of the DaemonSet"
+}
+
+# The agent's port on the host: qemu's forward to the node's 10.0.2.15:7070 (node.ts).
+# Its certificate is fetched and pinned by the public key its own log names, then curl
+# checks it as usual for the node's address (its SAN). Sets AGENT_PORT, AGENT_CERT, AGENT_PIN.
+agent_tls() {
+  AGENT_PORT=$(jq -r '.agentPort // empty' "$DIR/node.json")
+  [[ $AGENT_PORT =~ ^[0-9]+$ ]] || die "$DIR/node.json names no agentPort: run up again"
+  AGENT_PIN=$(K -n "$AGENT_NS" logs "$AGENT_POD" | jq -r 'select(.tls.enabled == true) | .tls.publicKeyPin' 2>/dev/null | tail -n 1)
+  AGENT_CERT=$DIR/agent-cert.pem
+  openssl s_client -connect "127.0.0.1:$AGENT_PORT" </dev/null 2>/dev/null | openssl x509 >"$AGENT_CERT" 2>/dev/null || true
+}
+
+# agent_get PATH TOKEN-FILE|- OUT: prints the HTTP status ("000": no answer). No answer,
+# and 502/503/504 (the agent without API server access yet, or the API server's answer
+# later than the agent waits: a TCG guest on a loaded host), are asked again for up to 3 min.
+agent_get() {
+  local path=$1 tok=$2 out=$3 code i auth=()
+  [[ $tok == - ]] || auth=(-H "@$tok")
+  for ((i = 0; i < 36; i++)); do
+    code=$(curl -sS -o "$out" -w '%{http_code}' --max-time 120 --cacert "$AGENT_CERT" --pinnedpubkey "$AGENT_PIN" \
+      --connect-to "$GUEST_ADDR:7070:127.0.0.1:$AGENT_PORT" "${auth[@]}" "https://$GUEST_ADDR:7070$path" 2>>"$DIR/curl.err") || true
+    [[ $code == 000 || $code == 50[234] ]] || break
+    sleep 5
+  done
+  echo "$code"
+}
+
+# Callers: the ServiceAccounts oncall (bound to nodetruth-reader) and stranger (no binding)
+# in $CALLERS_NS, their tokens from TokenRequest, and the scraper's from the Secret the
+# token controller fills (deploy/daemonset/core/scraper.yaml); each as a curl header file.
+callers() {
+  K apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Namespace
+metadata: {name: $CALLERS_NS}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: oncall, namespace: $CALLERS_NS}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: stranger, namespace: $CALLERS_NS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: nodetruth-reader-oncall}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nodetruth-reader}
+subjects: [{kind: ServiceAccount, name: oncall, namespace: $CALLERS_NS}]
+YAML
+  mkdir -p "$DIR/tokens"
+  chmod 700 "$DIR/tokens"
+  local sa
+  for sa in oncall stranger; do
+    (umask 077 && echo "Authorization: Bearer $(K -n "$CALLERS_NS" create token "$sa" --duration=2h)" >"$DIR/tokens/$sa")
+  done
+  wait_for 60 "the scraper's token in Secret nodetruth-scraper-token" bash -c \
+    "[[ -n \$('$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $AGENT_NS get secret nodetruth-scraper-token -o jsonpath='{.data.token}') ]]"
+  (umask 077 && echo "Authorization: Bearer $(K -n "$AGENT_NS" get secret nodetruth-scraper-token -o jsonpath='{.data.token}' | base64 -d)" >"$DIR/tokens/scraper")
+}
+
+# `kubectl apply -k deploy/daemonset/core` unchanged (image ghcr.io/nodetruth/nodetruth:0.1.0,
+# IfNotPresent: the tag is not latest, so the image loaded by up is used), its pod made by the
+# DaemonSet controller and bound by the scheduler; the agent serves TLS on the node's address
+# with --auth kubernetes and answers each caller as RBAC says, through the real TokenReview
+# and SubjectAccessReview, which the API server's audit log shows the agent's ServiceAccount
+# making; the agent's own audit lines name each caller.
+daemonset_check() {
+  local t0 code kernel uid out=$DIR/daemonset-answer ts
+  node_ready
+  t0=$(now)
+  ts=$(date -u +%Y-%m-%dT%H:%M:%S)
+  log "kubectl apply -k deploy/daemonset/core; the agent starts under TCG: a minute or more"
+  daemonset_up
+  tap OK "kubectl apply -k deploy/daemonset/core (+ startupProbe): pod $AGENT_NS/$AGENT_POD Ready after $(since "$t0") s"
+  local pod
+  pod=$(K -n "$AGENT_NS" get pod "$AGENT_POD" -o json)
+  expect "pod on $NODE_NAME, podIP = hostIP = $GUEST_ADDR (hostNetwork)" \
+    jq -e --arg n "$NODE_NAME" --arg ip "$GUEST_ADDR" '.spec.nodeName == $n and .status.podIP == $ip and .status.hostIP == $ip' <<<"$pod"
+  expect "the image the manifests name, as loaded by up (ghcr.io/nodetruth/nodetruth:0.1.0, IfNotPresent)" \
+    jq -e '.spec.containers[0].image == "ghcr.io/nodetruth/nodetruth:0.1.0" and .spec.containers[0].imagePullPolicy == "IfNotPresent"' <<<"$pod"
+  uid=$(jq -r .metadata.uid <<<"$pod")
+  # made by the DaemonSet controller (its own ServiceAccount: --use-service-account-credentials)
+  # and bound by the scheduler
+  local created bound
+  created=$(jq -c --arg uid "$uid" 'select(.verb == "create" and .objectRef.resource == "pods"
+      and (.objectRef.subresource // "") == "" and .responseObject.metadata.uid == $uid) | .user.username' "$DIR/audit.log" | head -n 1)
+  expect "audit: the pod created by the DaemonSet controller ($created)" \
+    test "$created" == '"system:serviceaccount:kube-system:daemon-set-controller"'
+  bound=$(jq -c --arg n "$AGENT_POD" 'select(.objectRef.resource == "pods" and .objectRef.subresource == "binding"
+      and .objectRef.name == $n) | .user.username' "$DIR/audit.log" | head -n 1)
+  expect "audit: the pod bound by the scheduler ($bound)" test "$bound" == '"system:kube-scheduler"'
+
+  agent_tls
+  expect "the agent's log names its certificate's public key ($AGENT_PIN)" test -n "$AGENT_PIN"
+  expect "a certificate on the node's $GUEST_ADDR:7070 (host port $AGENT_PORT)" test -s "$AGENT_CERT"
+  expect "its SAN names the node's address $GUEST_ADDR" bash -c "openssl x509 -in '$AGENT_CERT' -noout -ext subjectAltName | grep -q 'IP Address:$GUEST_ADDR'"
+  callers
+  kernel=$(K get node "$NODE_NAME" -o jsonpath='{.status.nodeInfo.kernelVersion}')
+  # path caller status: each through TLS verified against that certificate and pinned by the key
+  local row path who want tok
+  while read -r path who want; do
+    tok=-
+    [[ $who == none ]] || tok=$DIR/tokens/$who
+    code=$(agent_get "$path" "$tok" "$out")
+    if [[ $code == "$want" ]]; then
+      tap OK "GET $path as $who: $code"
+    else
+      tap FAIL "GET $path as $who: $code, want $want" "$(head -c 600 "$out" 2>/dev/null; tail -n 2 "$DIR/curl.err" 2>/dev/null)"
+    fi
+    case $path/$code in
+      /v1/node/200) expect "/v1/node's kernelRelease is the kernel the kubelet reports ($kernel)" \
+        jq -e --arg k "$kernel" '.kernelRelease == $k' "$out" ;;
+      /metrics/200) expect "/metrics is Prometheus text (nodetruth_ series)" grep -q '^nodetruth_' "$out" ;;
+      */401) expect "the 401 says a bearer token is required" grep -q 'bearer token' "$out" ;;
+    esac
+  done <<'ROWS'
+/healthz none 200
+/v1/node none 401
+/v1/node stranger 403
+/v1/node oncall 200
+/metrics none 401
+/metrics stranger 403
+/metrics oncall 403
+/metrics scraper 200
+/v1/node scraper 403
+ROWS
+
+  # The API server's audit log: the agent's ServiceAccount made the reviews (Metadata level:
+  # the reviewed token and the SAR's subject are not in it).
+  local sa=system:serviceaccount:$AGENT_NS:nodetruth tr sar i
+  for ((i = 0; i < 20; i++)); do
+    tr=$(jq -c --arg sa "$sa" --arg ts "$ts" 'select(.objectRef.resource == "tokenreviews" and .verb == "create"
+        and .user.username == $sa and .stageTimestamp >= $ts and .responseStatus.code == 201)' "$DIR/audit.log" | wc -l)
+    sar=$(jq -c --arg sa "$sa" --arg ts "$ts" 'select(.objectRef.resource == "subjectaccessreviews" and .verb == "create"
+        and .user.username == $sa and .stageTimestamp >= $ts and .responseStatus.code == 201)' "$DIR/audit.log" | wc -l)
+    ((tr >= 3 && sar >= 4)) && break
+    sleep 0.5
+  done
+  # three tokens reviewed (oncall, stranger, scraper); SARs at least: oncall nodes/nodetruth and
+  # nodes/metrics, stranger one, scraper nodes/metrics and nodes/nodetruth (refusals are cached)
+  expect "audit: $sa created tokenreviews ($tr, >= 3: one per token)" test "$tr" -ge 3
+  expect "audit: $sa created subjectaccessreviews ($sar, >= 4)" test "$sar" -ge 4
+  expect "audit: the reviews at Metadata level" bash -c "jq -e -s --arg sa '$sa' '[.[] | select(.user.username == \$sa and (.objectRef.resource == \"tokenreviews\" or .objectRef.resource == \"subjectaccessreviews\"))] | length > 0 and all(.level == \"Metadata\")' '$DIR/audit.log'"
+
+  # The agent's own audit line per request (its stdout), naming each caller.
+  K -n "$AGENT_NS" logs "$AGENT_POD" >"$DIR/daemonset-agent.log"
+  local u=system:serviceaccount:$CALLERS_NS
+  while read -r path want user; do
+    expect "the agent's audit line: GET $path $want user $user" \
+      jq -e -s --arg p "$path" --argjson s "$want" --arg u "$user" \
+        'any(.[]; .audit != null and .audit.route == $p and .audit.status == $s
+          and (if $u == "null" then .audit.user == null else .audit.user == $u end))' "$DIR/daemonset-agent.log"
+  done <<ROWS
+/v1/node 200 $u:oncall
+/v1/node 403 $u:stranger
+/v1/node 401 null
+/metrics 403 $u:oncall
+/metrics 200 system:serviceaccount:$AGENT_NS:nodetruth-scraper
+ROWS
+  tap_end daemonset-check "$t0"
+}
+
+DRIFT_NS=nodetruth-drift
+
+# drift_get: /v1/node/drift as oncall into $DIR/drift.json; prints the status.
+drift_get() { agent_get /v1/node/drift "$DIR/tokens/oncall" "$DIR/drift.json"; }
+
+# wait_drift SECONDS JQ-FILTER [ARGS...]: asks /v1/node/drift every 5 s until the filter holds.
+wait_drift() {
+  local secs=$1 deadline
+  shift
+  deadline=$(($(date +%s) + secs))
+  while :; do
+    [[ $(drift_get) == 200 ]] && jq -e "$@" "$DIR/drift.json" >/dev/null 2>&1 && return 0
+    (($(date +%s) < deadline)) || return 1
+    sleep 5
+  done
+}
+
+kubelet_ctl() { guest "systemctl $1 kubelet.service; systemctl is-active kubelet.service" 90; }
+
+# kubelet_reachable true|false: /v1/node's kubelet.reachable says so within a minute
+kubelet_reachable() {
+  local i
+  for ((i = 0; i < 12; i++)); do
+    [[ $(agent_get /v1/node "$DIR/tokens/oncall" "$DIR/drift-node.json") == 200 ]] &&
+      jq -e --argjson r "$1" '.kubelet.reachable == $r' "$DIR/drift-node.json" >/dev/null && return 0
+    sleep 5
+  done
+  return 1
+}
+
+# sandbox_no_container UID: the agent's runtime view has the pod's sandbox and no container of it
+sandbox_no_container() {
+  [[ $(agent_get /v1/pods "$DIR/tokens/oncall" "$DIR/drift-pods.json") == 200 ]] &&
+    [[ $(agent_get /v1/containers "$DIR/tokens/oncall" "$DIR/drift-containers.json") == 200 ]] &&
+    jq -e --arg u "$1" 'any(.items[]; .uid == $u)' "$DIR/drift-pods.json" &&
+    jq -e --arg u "$1" 'all(.items[]; .podUid != $u)' "$DIR/drift-containers.json"
+}
+
+# container_running UID: the agent's runtime view has a running container of that pod
+container_running() {
+  [[ $(agent_get /v1/containers "$DIR/tokens/oncall" "$DIR/drift-containers.json") == 200 ]] &&
+    jq -e --arg u "$1" 'any(.items[]; .podUid == $u and .state == "CONTAINER_RUNNING")' "$DIR/drift-containers.json"
+}
+
+# Drift against the real API server, read by the DaemonSet's agent (daemonset-check's
+# manifests, applied if missing) as oncall: a pod the runtime cannot start, a pod bound while
+# kubelet is stopped, a pod force-deleted from the API while kubelet is stopped (its sandbox
+# and container run on), and kubelet's own absence in /v1/node; kubelet started again at the
+# end and the drift gone.
+drift_check() {
+  local t0 v uid_img uid_rc uid_victim uid_late
+  node_ready
+  t0=$(now)
+  daemonset_up
+  agent_tls
+  callers
+  [[ $(agent_get /v1/node "$DIR/tokens/oncall" "$DIR/drift-node.json") == 200 ]] ||
+    die "the agent does not answer /v1/node as oncall: run daemonset-check"
+  K apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Namespace
+metadata: {name: $DRIFT_NS}
+YAML
+  wait_for 60 "ServiceAccount default in $DRIFT_NS" K -n "$DRIFT_NS" get serviceaccount default
+  local spec='restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  automountServiceAccountToken: false'
+  # victim runs; never-image has an image the node does not hold and may not pull; no-runtime
+  # names a RuntimeClass that does not exist, so kubelet never asks for its sandbox
+  K apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: victim, namespace: $DRIFT_NS}
+spec:
+  $spec
+  containers: [{name: sleep, image: localhost/e2e/busybox:1, imagePullPolicy: Never, command: [sleep, "3600"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: never-image, namespace: $DRIFT_NS}
+spec:
+  $spec
+  containers: [{name: app, image: localhost/e2e/never-imported:1, imagePullPolicy: Never}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: no-runtime, namespace: $DRIFT_NS}
+spec:
+  $spec
+  runtimeClassName: nodetruth-absent
+  containers: [{name: app, image: localhost/e2e/busybox:1, imagePullPolicy: Never, command: [sleep, "3600"]}]
+YAML
+  wait_for 300 "$DRIFT_NS/victim Running" bash -c \
+    "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $DRIFT_NS get pod victim -o jsonpath='{.status.phase}' | grep -qx Running" ||
+    { K -n "$DRIFT_NS" describe pod victim >&2; die "the victim pod did not run"; }
+  wait_for 300 "$DRIFT_NS/never-image ErrImageNeverPull" bash -c \
+    "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $DRIFT_NS get pod never-image -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}' | grep -qx ErrImageNeverPull" ||
+    { K -n "$DRIFT_NS" describe pod never-image >&2; die "never-image did not reach ErrImageNeverPull"; }
+  uid_img=$(K -n "$DRIFT_NS" get pod never-image -o jsonpath='{.metadata.uid}')
+  uid_rc=$(K -n "$DRIFT_NS" get pod no-runtime -o jsonpath='{.metadata.uid}')
+  uid_victim=$(K -n "$DRIFT_NS" get pod victim -o jsonpath='{.metadata.uid}')
+  K -n "$DRIFT_NS" get pods -o wide >&2
+  K -n "$DRIFT_NS" get events --field-selector involvedObject.name=no-runtime -o custom-columns=REASON:.reason,MESSAGE:.message --no-headers >&2 || true
+  expect "no-runtime bound to $NODE_NAME, Pending" bash -c \
+    "[[ \$('$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $DRIFT_NS get pod no-runtime -o jsonpath='{.spec.nodeName}/{.status.phase}') == $NODE_NAME/Pending ]]"
+
+  # (a) pods the runtime never started
+  if wait_drift 120 --arg u "$uid_rc" 'any(.boundButAbsent[]; .uid == $u)'; then
+    tap OK "drift: no-runtime (RuntimeClass absent, no sandbox) is boundButAbsent: $(jq -c --arg u "$uid_rc" '.boundButAbsent[] | select(.uid == $u) | {name, phase, deleting}' "$DIR/drift.json")"
+  else
+    tap FAIL "drift: no-runtime (RuntimeClass absent, no sandbox) is boundButAbsent" "$(head -c 1500 "$DIR/drift.json")"
+  fi
+  cp "$DIR/drift.json" "$DIR/drift-a.json"
+  # never-image: kubelet made its sandbox and the API says the container waits
+  # (ErrImageNeverPull, no container id): the two views agree, so it is not drift
+  expect "runtime: never-image has a sandbox (/v1/pods) and no container (/v1/containers)" sandbox_no_container "$uid_img"
+  expect "drift: never-image in neither boundButAbsent nor stateMismatches (API and runtime agree it never started)" \
+    jq -e --arg u "$uid_img" 'all(.boundButAbsent[]; .uid != $u) and all(.stateMismatches[]; .podUid != $u)' "$DIR/drift-a.json"
+  expect "drift: victim running in both views, not reported" \
+    jq -e --arg u "$uid_victim" 'all(.boundButAbsent[]; .uid != $u) and all(.orphanSandboxes[]; .uid != $u) and all(.stateMismatches[]; .podUid != $u)' "$DIR/drift-a.json"
+  expect "/v1/node: kubelet reachable while it runs" jq -e '.kubelet.reachable == true' "$DIR/drift-node.json"
+
+  # (c) kubelet stopped: its containers run on; the node stays Ready in the API for the
+  # controller-manager's grace period (5 min)
+  KUBELET_STOPPED=1
+  trap '[[ ${KUBELET_STOPPED:-0} == 1 ]] && { log "starting kubelet again"; kubelet_ctl start >&2 || true; }' EXIT
+  v=$(kubelet_ctl stop 2>&1) || true
+  expect "kubelet stopped in the guest (systemctl: $v)" test "$v" == inactive
+  if kubelet_reachable false; then
+    tap OK "/v1/node: kubelet unreachable ($(jq -c '.kubelet.error' "$DIR/drift-node.json"))"
+  else
+    tap FAIL "/v1/node: kubelet unreachable" "$(jq -c '.kubelet' "$DIR/drift-node.json" 2>/dev/null)"
+  fi
+  # a pod the scheduler binds to the node while its kubelet is away
+  K apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: late, namespace: $DRIFT_NS}
+spec:
+  $spec
+  containers: [{name: sleep, image: localhost/e2e/busybox:1, imagePullPolicy: Never, command: [sleep, "3600"]}]
+YAML
+  wait_for 60 "$DRIFT_NS/late bound" bash -c \
+    "[[ -n \$('$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $DRIFT_NS get pod late -o jsonpath='{.spec.nodeName}') ]]"
+  uid_late=$(K -n "$DRIFT_NS" get pod late -o jsonpath='{.metadata.uid}')
+
+  # (b) the victim force-deleted from the API: nobody stops its containers
+  K -n "$DRIFT_NS" delete pod victim --force --grace-period=0 >/dev/null 2>&1
+  expect "victim gone from the API at once (force delete)" bash -c \
+    "! '$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $DRIFT_NS get pod victim >/dev/null 2>&1"
+  if wait_drift 120 --arg v "$uid_victim" --arg l "$uid_late" \
+    'any(.orphanSandboxes[]; .uid == $v) and any(.boundButAbsent[]; .uid == $l)'; then
+    tap OK "drift: victim an orphan sandbox ($(jq -c --arg v "$uid_victim" '.orphanSandboxes[] | select(.uid == $v) | {namespace, name, state}' "$DIR/drift.json")), late boundButAbsent ($(jq -c --arg l "$uid_late" '.boundButAbsent[] | select(.uid == $l) | {name, phase}' "$DIR/drift.json"))"
+  else
+    tap FAIL "drift: victim an orphan sandbox, late boundButAbsent" "$(head -c 2000 "$DIR/drift.json")"
+  fi
+  cp "$DIR/drift.json" "$DIR/drift-bc.json"
+  expect "drift: not inSync" jq -e '.inSync == false' "$DIR/drift-bc.json"
+  expect "runtime: victim's container still running with no API pod (/v1/containers)" container_running "$uid_victim"
+
+  # kubelet back: it stops the orphan and starts late
+  v=$(kubelet_ctl start 2>&1) || true
+  expect "kubelet started again (systemctl: $v)" test "$v" == active
+  KUBELET_STOPPED=0
+  if wait_drift 300 --arg v "$uid_victim" --arg l "$uid_late" \
+    'all(.orphanSandboxes[]; .uid != $v) and all(.boundButAbsent[]; .uid != $l)'; then
+    tap OK "drift: after kubelet's restart the orphan is gone and late has its sandbox"
+  else
+    tap FAIL "drift: after kubelet's restart the orphan is gone and late has its sandbox" "$(head -c 2000 "$DIR/drift.json")"
+  fi
+  expect "/v1/node: kubelet reachable again" kubelet_reachable true
+  K delete namespace "$DRIFT_NS" --wait=false >/dev/null
+  tap_end drift-check "$t0"
+}
+
 # down and check use the binaries `up` ran, never a new build.
 recorded_bin() {
   [[ -f $DIR/bin ]] || die "no $DIR/bin: nothing was started from $DIR"
@@ -530,5 +987,7 @@ case ${1:-} in
   down) recorded_bin && down ;;
   check) recorded_bin && check ;;
   attach-check) shift; recorded_bin && attach_check "$@" ;;
+  daemonset-check) recorded_bin && daemonset_check ;;
+  drift-check) recorded_bin && drift_check ;;
   *) usage ;;
 esac

@@ -12,6 +12,12 @@
 //   API server -> kubelet: the node's Hostname address (its name, the API server's first
 //     preferred address type) resolves to 127.0.0.1 in the API server's own /etc/hosts
 //     (dev-cluster.sh), and qemu forwards 127.0.0.1:<kubelet port> to the guest's same port.
+//   pods -> the `kubernetes` Service (--service-ip, 443): no kube-proxy runs; the node holds
+//     that address on lo and socat relays it to the guestfwd above (the API server's serving
+//     cert names the service IP), so in-cluster clients (the DaemonSet agent) connect as on
+//     any cluster.
+//   host -> the DaemonSet's agent (the node's 10.0.2.15:7070): vm.ts's hostfwd from a free
+//     host loopback port, written to <dir>/node.json as agentPort.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -38,6 +44,7 @@ const { values: opt, positionals } = parseArgs({
     'kubelet-port': { type: 'string', default: '10250' },
     node: { type: 'string', default: 'node1' },
     'ready-timeout': { type: 'string', default: '900' },
+    'service-ip': { type: 'string', default: '10.96.0.1' },
   },
 });
 
@@ -115,7 +122,7 @@ WantedBy=multi-user.target
 `;
 
 /** Installs what node.ts put on the share and starts kubelet; runs in the guest as root. */
-const SETUP = `set -eu
+const setupScript = (serviceIp: string): string => `set -eu
 K=/share/kube
 install -d -m 700 /etc/kubernetes/pki
 install -m 644 $K/ca.crt $K/kubelet.crt $K/kubelet-serving.crt /etc/kubernetes/pki/
@@ -131,6 +138,10 @@ mkdir -p /opt/cni /etc/cni/net.d
 install -m 644 $K/10-nodetruth-dev.conflist /etc/cni/net.d/10-nodetruth-dev.conflist
 install -m 644 $K/kubelet.service /etc/systemd/system/kubelet.service
 swapoff -a || true
+# the kubernetes Service without kube-proxy: its address on lo, relayed to the API server
+ip addr add ${serviceIp}/32 dev lo
+systemd-run --unit=kubernetes-service --collect \\
+  socat TCP-LISTEN:443,bind=${serviceIp},fork,reuseaddr TCP:${GUEST_API_ADDR}:${GUEST_API_PORT}
 systemctl daemon-reload
 systemctl start kubelet.service
 /usr/local/bin/kubelet --version
@@ -218,17 +229,17 @@ async function up(): Promise<void> {
   vm.readonlyDrives = [agentDisk];
   writeFileSync(join(vm.shareDir, 'agent-image.txt'), `disk /dev/vdb ${AGENT_IMAGE}\n`);
   mark('agent image laid out as a disk for the guest', tDisk);
-  writeFileSync(join(dir, 'node.json'), JSON.stringify({ suite, runDir: vm.runDir, pidFile: vm.pidFile, nodeName, kubeletPort }, null, 1) + '\n');
 
   let ok = false;
   try {
     const tBoot = Date.now();
     await vm.boot();
     mark('guest boot to containerd up and images imported (the agent image included)', tBoot);
+    writeFileSync(join(dir, 'node.json'), JSON.stringify({ suite, runDir: vm.runDir, pidFile: vm.pidFile, nodeName, kubeletPort, agentPort: vm.nodePort }, null, 1) + '\n');
     const hostname = (await vm.sh('hostname')).trim();
     if (hostname !== nodeName) throw new Error(`the guest's hostname is ${hostname}, not ${nodeName}: kubelet would register another name`);
     const tKubelet = Date.now();
-    const out = await vm.sh(SETUP, 300);
+    const out = await vm.sh(setupScript(opt['service-ip']!), 300);
     log(`kubelet installed and started:\n${out.trim()}`);
     mark('kubelet installed and started', tKubelet);
     // the binary on the share is no longer needed (84 MB)
