@@ -1,5 +1,5 @@
 /**
- * The findings catalogue (src/triage/findings.ts) against the rule table and
+ * The findings catalogue (src/rules/findings.ts) against the rule table and
  * docs/triage.md. That each emitted finding matches its entry, and that each entry is
  * emitted by a test, is checked over every snapshot of test/triage/rules.test.ts.
  */
@@ -33,7 +33,7 @@ t.test("kubelet journal and kernel findings are journal-patterns.ts's and kernel
 });
 
 // docs/triage.md holds this table between the markers; UPDATE_README=1 writes it
-const BEGIN = '<!-- findings: generated from src/triage/findings.ts, checked by test/triage/findings.test.ts (UPDATE_README=1 writes it) -->';
+const BEGIN = '<!-- findings: generated from src/rules/findings.ts, checked by test/triage/findings.test.ts (UPDATE_README=1 writes it) -->';
 const END = '<!-- end of findings -->';
 const cell = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 const table = [
