@@ -2,7 +2,7 @@
  * The triage rules: pure functions from one snapshot to findings, each finding
  * carrying the evidence it came from (file path and content, CRI call, journal
  * cursor, kmsg sequence number) and the next step to take. Numbers and
- * patterns live in thresholds.ts; the findings each rule may emit in findings.ts.
+ * patterns live in src/rules/; the findings each rule may emit in rules/findings.ts.
  */
 import type { Finding } from '../../model/triage.js';
 import type { TriageSnapshot } from '../snapshot.js';

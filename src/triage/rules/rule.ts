@@ -10,10 +10,10 @@ import { shortId } from '../../format.js';
 import type { RuleName } from '../findings.js';
 import type { TriageSnapshot } from '../snapshot.js';
 
-/** A pure function from one snapshot to findings; ids and severities are findings.ts's. */
+/** A pure function from one snapshot to findings; ids and severities are rules/findings.ts's. */
 export interface Rule {
   name: RuleName;
-  /** finding ids this rule may emit (its entries in findings.ts) */
+  /** finding ids this rule may emit (its entries in rules/findings.ts) */
   ids: readonly string[];
   run(s: TriageSnapshot, ix: SnapshotIndex): Finding[];
 }
