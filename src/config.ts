@@ -31,6 +31,7 @@ const FLAGS = {
   'follow-max': { env: 'NODETRUTH_FOLLOW_MAX', help: 'longest a follow stream lasts; it then ends with a final frame saying so (default 1h)' },
   'request-timeout': { env: 'NODETRUTH_REQUEST_TIMEOUT', help: 'server-side deadline of every non-follow request: 504 and the work cancelled (default 35s, above the journal\'s 30s)' },
   'drain-timeout': { env: 'NODETRUTH_DRAIN_TIMEOUT', help: 'a connection whose client takes none of the bytes the agent has for it for this long is closed (default 30s)' },
+  'max-age': { env: 'NODETRUTH_MAX_AGE', help: 'an answer may come from a reading of the node that began this long before the request arrived; 0: every request waits for a reading begun after it arrived (default 1s)' },
   'capture-timeout': { env: 'NODETRUTH_CAPTURE_TIMEOUT', help: 'longest a capture (GET /v1/bundle, nodetruth capture) runs; the bundle then ends with what it has and its manifest says so (default 5m)' },
   'max-connections': { env: 'NODETRUTH_MAX_CONNECTIONS', help: 'open client connections at most; more are closed at once (default 256)' },
   'allowed-hosts': { env: 'NODETRUTH_ALLOWED_HOSTS', help: 'comma-separated Host names accepted besides localhost, 127.0.0.1, [::1] (loopback without --auth; any port)' },
@@ -99,6 +100,8 @@ const schema = z
     requestTimeout: boundedDuration(1000, 600_000, '1s and 10m such as 35s').prefault('35s'),
     /** ms */
     drainTimeout: boundedDuration(1000, 600_000, '1s and 10m such as 30s').prefault('30s'),
+    /** ms; 0 (or 0s) makes every request wait for a reading begun after it arrived */
+    maxAge: z.string().transform((s) => (s === '0' ? '0s' : s)).pipe(boundedDuration(0, 60_000, '0 and 1m such as 1s')).prefault('1s'),
     /** ms */
     captureTimeout: boundedDuration(1000, 3600_000, '1s and 1h such as 5m').prefault('5m'),
     maxConnections: z.coerce.number().int().min(1).max(65_535).default(256),

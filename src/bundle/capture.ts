@@ -22,12 +22,12 @@
  * order, so the last ones (container log tails, then the journal, then cgroup
  * files) are the first to lose room, and route answers the last.
  *
- * One moment (lib/moment.ts): the whole capture runs inside a Moment, so the
- * ~10 answers per container share one ListContainers + ListPodSandbox, one walk of
- * the kubepods cgroups, one ContainerStatus per container and one cgroup mode
- * check, and the raw CRI lists and cgroup files are those same reads. The cost is
- * linear in the node; the manifest says the bundle is one moment, taken between
- * capturedAt and finishedAt. The answers are still the routes' own (app.inject).
+ * One reading (src/reading.ts): the whole capture runs inside a reading of its own, so the
+ * ~10 answers per container share one ListContainers + ListPodSandbox, one walk of the
+ * kubepods cgroups, one ContainerStatus per container and one cgroup mode check, and the
+ * raw CRI lists and cgroup files are those same reads. The cost is linear in the node; the
+ * reads are made between capturedAt and finishedAt (the manifest says so), and every answer's
+ * observedAt is capturedAt. The answers are still the routes' own (app.inject).
  * The injected requests are not audited one by one (plugins/audit.ts): the
  * capture's request or command writes one line, with `onManifest`'s figures.
  *
@@ -53,7 +53,7 @@ import type { FastifyInstance } from 'fastify';
 import { pack as tarPack } from 'tar-stream';
 import type { Sources } from '../sources.js';
 import { formatDuration } from '../format.js';
-import { Moment } from '../lib/moment.js';
+import { Reading } from '../reading.js';
 import { DEFAULT_MAX_BYTES, MANIFEST_NAME, type Manifest, type Section } from './format.js';
 import { captureJournal } from './journal.js';
 import { buildManifest } from './manifest.js';
@@ -91,7 +91,7 @@ const noop = () => {};
 
 /** What one capture did, for its audit line. */
 export interface CaptureFigures {
-  /** requests injected and answered inside the capture's moment (not audited one by one) */
+  /** requests injected and answered inside the capture's reading (not audited one by one) */
   answers: number;
   /** bytes of the route answers stored */
   answerBytes: number;
@@ -104,7 +104,6 @@ export async function captureBundle(o: CaptureOptions, out: Writable): Promise<M
   const maxBytes = o.maxBytes ?? DEFAULT_MAX_BYTES;
   const sinceMs = o.sinceMs ?? 3600_000;
   const deadlineMs = o.deadlineMs ?? o.deps.config.captureTimeout;
-  const capturedAt = new Date();
   const pack = tarPack();
   const gzip = createGzip({ level: 6 });
   // the pipeline's failure is read from `done`; these keep a late 'error' of a destroyed stream from being unhandled
@@ -134,10 +133,12 @@ export async function captureBundle(o: CaptureOptions, out: Writable): Promise<M
   const sections: Section[] = [];
   const ctx: CaptureContext = { o, w, sections, signal: stop.signal };
 
-  const moment = new Moment();
+  const reading = new Reading(true);
+  const capturedAt = reading.startedAt;
+  let finishedAt: Date | null = null;
   try {
     try {
-      const work = moment.run(async () => {
+      const work = reading.run(async () => {
         const found = await captureRoutes(ctx);
         await captureCri(ctx);
         await captureKmsg(ctx);
@@ -151,7 +152,8 @@ export async function captureBundle(o: CaptureOptions, out: Writable): Promise<M
     } catch (err) {
       if (!stop.signal.aborted) throw err;
     } finally {
-      moment.end();
+      reading.release();
+      finishedAt = new Date();
     }
 
     if (stop.signal.aborted && !deadlineHit) {
@@ -170,7 +172,7 @@ export async function captureBundle(o: CaptureOptions, out: Writable): Promise<M
       config: o.deps.config,
       argv: o.argv ?? [],
       capturedAt,
-      finishedAt: moment.to ?? new Date(),
+      finishedAt: finishedAt ?? new Date(),
       sinceMs,
       maxBytes,
       bytes: w.used,
@@ -180,7 +182,7 @@ export async function captureBundle(o: CaptureOptions, out: Writable): Promise<M
     });
     if (deadlineHit) manifest.incomplete = { reason: 'deadline', detail: `${deadlineText}: the sections not finished by then are missing or marked with an error; everything stored is complete` };
     const routes = manifest.sections.filter((s) => s.kind === 'route');
-    o.onManifest?.(manifest, { answers: moment.requests, answerBytes: routes.reduce((n, s) => n + s.bytes, 0), failedSections: manifest.sections.filter((s) => s.error !== undefined).length });
+    o.onManifest?.(manifest, { answers: reading.requests, answerBytes: routes.reduce((n, s) => n + s.bytes, 0), failedSections: manifest.sections.filter((s) => s.error !== undefined).length });
     await w.add('manifest', MANIFEST_NAME, Buffer.from(`${JSON.stringify(manifest, null, 1)}\n`));
     pack.finalize();
     await done;

@@ -1,4 +1,4 @@
-import { Moment } from './moment.js';
+import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** Map over items with at most `limit` promises in flight; keeps input order. */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
@@ -14,20 +14,27 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   return out;
 }
 
+/** What work runs in: a reading of the node (src/reading.ts), which makes each (owner, key) once. */
+export interface Memo {
+  /** false once let go: work that outlives it shares in flight instead */
+  readonly open: boolean;
+  once<T>(owner: object, key: string, fn: () => Promise<T>): Promise<T>;
+}
+
+/** The memo the calling code runs in, carried by AsyncLocalStorage to exactly the work started inside it. */
+export const memoScope = new AsyncLocalStorage<Memo>();
+
 /**
- * Concurrent identical requests share one computation (DESIGN.md): the first
- * caller starts it, the others await the same promise, and nothing is kept
- * once it settles, so every new request still sees the node as it is now.
+ * One computation per key: inside a reading, made once for the whole reading (its rejection
+ * too: a wedged runtime costs one deadline, not one per answer); outside one (background work,
+ * auth reviews), concurrent callers share the promise in flight and nothing is kept once it settles.
  */
 export class SingleFlight {
   private readonly inflight = new Map<string, Promise<unknown>>();
 
   do<T>(key: string, fn: () => Promise<T>): Promise<T> {
-    // inside a capture's moment (lib/moment.ts) the first result is the moment's, shared by all its answers;
-    // kept apart from the flights of clients' requests, which must never join work built from reads the
-    // moment made earlier (DESIGN.md: an answer reflects the node at the moment of its request)
-    const moment = Moment.current();
-    return moment ? moment.once(this, key, fn) : this.share(key, fn);
+    const memo = memoScope.getStore();
+    return memo?.open ? memo.once(this, key, fn) : this.share(key, fn);
   }
 
   private share<T>(key: string, fn: () => Promise<T>): Promise<T> {

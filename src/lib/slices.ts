@@ -2,10 +2,9 @@
  * Long synchronous renders cut into slices with a turn of the event loop between them (no
  * piece of work may hold the loop more than 100 ms).
  *
- * Under load (50 connections on the FAKE 1,000-container node) JSON.stringify of full-node
- * answers (2 MB for /v1/cgroups at 1,000 containers, 6 MB at 3,000) holds the loop 300-600 ms at
- * a time: one call cannot be interrupted, and the requests of one shared flight all resume
- * in the same tick, each stringifying (bench/RESULTS.md, "the event loop under load").
+ * JSON.stringify of a full-node answer (2 MB for /v1/cgroups at 1,000 containers, 6 MB at
+ * 3,000) is one call that cannot be interrupted, and answers of several queries of one reading
+ * are rendered in the same stretch (bench/RESULTS.md, "the event loop under load").
  * The slices are bounded by work (characters produced), not by time, so a test can count them.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -98,23 +97,4 @@ export async function jsonBuffer(value: unknown, slicing: Slicing = SLICING): Pr
   if (!(await write(value, 0))) return Buffer.from('');
   chunks.push(Buffer.from(part));
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-}
-
-/**
- * The UTF-8 bytes of a long string, encoded `slicing.sliceChars` characters at a time with a
- * yield between them (a 6.5 MB scrape at 1,000 containers). A cut never falls inside a
- * surrogate pair, so the bytes are those of Buffer.from(s) (a lone surrogate is U+FFFD either way).
- */
-export async function textBuffer(s: string, slicing: Slicing = SLICING): Promise<Buffer> {
-  if (s.length <= slicing.sliceChars) return Buffer.from(s);
-  const chunks: Buffer[] = [];
-  for (let at = 0; at < s.length; ) {
-    let end = Math.min(s.length, at + Math.max(2, slicing.sliceChars));
-    const last = s.charCodeAt(end - 1);
-    if (end < s.length && last >= 0xd800 && last <= 0xdbff) end--; // keep a high surrogate with its pair
-    chunks.push(Buffer.from(s.slice(at, end)));
-    at = end;
-    if (at < s.length) await slicing.pause();
-  }
-  return Buffer.concat(chunks);
 }

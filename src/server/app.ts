@@ -11,7 +11,8 @@ import { installSessionSecret } from './plugins/session-secret.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { clientErrorAnswer, installProblemHandlers } from './plugins/problems.js';
 import { collectRoutes, openApiDocument, type CompilersFactory } from './openapi.js';
-import { installSharedBody } from './plugins/shared-body.js';
+import { installReadings } from './plugins/reading.js';
+import { Readings } from '../reading.js';
 import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
 import { driftRoutes } from './routes/drift.js';
@@ -89,13 +90,14 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
   installRequestDeadline(app, { timeoutMs: deps.config.requestTimeout, shutdown: deps.shutdown, shutdownGraceMs: SHUTDOWN_GRACE_MS });
   installAuditLog(app);
   installTextFormat(app);
-  installSharedBody(app); // after the text format: one render per answer object in flight
   installHostCheck(app, deps); // --auth none only; after the audit hook, so a refused Host is audited
   installSessionSecret(app, deps); // --session-token only (attach); audited, and before auth and the load shedder
   if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
   installLoadShed(app); // after auth: a refused request never takes a slot
-  // drain timeout and bytes in flight; its onSend after the shared body's, which makes the Buffer
+  // after the load shedder: an admitted request enters its reading; after the text format, whose answers it shares
+  installReadings(app, new Readings(deps.config.maxAge));
+  // drain timeout and bytes in flight; its onSend after the readings', which makes the Buffer
   installConnectionBounds(app, { drainTimeoutMs: deps.config.drainTimeout });
 
   if (tls?.source === 'file') {

@@ -2,9 +2,9 @@
  * The one cgroup source every route, the metrics and triage read through: the mode
  * (v2 required; v1 or hybrid is cgroup_mode_unsupported with the reason), and the
  * pipeline "walk the kubepods cgroups, read their files, join the runtime's names
- * within the runtime's deadline" written once. Concurrent callers share the walk,
- * the reads and the runtime's lists in flight; nothing is kept once they settle
- * (the runtime's names excepted: view/runtime-index.ts).
+ * within the runtime's deadline" written once. The walk, the reads and the runtime's
+ * lists are made once per reading (src/reading.ts) and let go with it (the runtime's
+ * names excepted: view/runtime-index.ts).
  */
 import type { CgroupMode, CgroupRecord, CgroupStats } from '../model/cgroup.js';
 import { SingleFlight } from '../lib/concurrency.js';

@@ -1,9 +1,9 @@
 /**
  * The runtime's index: containers and sandboxes by id and pods by UID, from one
- * ListContainers + ListPodSandbox shared by every caller in flight (RuntimeView's
- * rows, the cgroup source's names, metrics, triage), and the names they give.
+ * ListContainers + ListPodSandbox per reading (src/reading.ts) shared by every caller
+ * (RuntimeView's rows, the cgroup source's names, metrics, triage), and the names they give.
  *
- * The one cache (DESIGN.md's rule): a container ID's pod and container names never
+ * Kept across readings (DESIGN.md): a container ID's pod and container names never
  * change, so the names of the last successful list are kept, for as long as that
  * list holds the id. A runtime late for a deadline leaves every cgroup and series
  * with the names it had; an id the last list no longer holds is forgotten.
@@ -139,7 +139,7 @@ export class RuntimeIndexSource {
     readonly deadlineMs: number,
   ) {}
 
-  /** Both lists, indexed; concurrent callers share one pair of calls in flight. Throws what the runtime threw. */
+  /** Both lists, indexed; one pair of calls per reading. Throws what the runtime threw. */
   index(): Promise<RuntimeIndex> {
     const cri = this.cri;
     if (!cri) return Promise.reject(new Error('no CRI socket configured or found'));
@@ -151,7 +151,7 @@ export class RuntimeIndexSource {
     });
   }
 
-  /** ListPodSandbox alone (crictl pods), shared with an index() in flight. */
+  /** ListPodSandbox alone (crictl pods), the same call as the reading's index(). */
   sandboxes(): Promise<PodSandbox[]> {
     const cri = this.cri;
     if (!cri) return Promise.reject(new Error('no CRI socket configured or found'));

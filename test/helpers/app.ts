@@ -14,11 +14,13 @@ export interface TestApp {
 }
 
 /**
- * The real app, built from command-line flags as `nodetruth serve` would,
- * with its log captured in memory. Tests call it with `app.inject()`.
+ * The real app, built from command-line flags as `nodetruth serve` would (but --max-age 0
+ * unless given), with its log captured in memory. Tests call it with `app.inject()`.
  */
 export async function testApp(flags: string[], env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
-  const { config } = loadConfig(flags, env);
+  // tests change the node between requests and expect the next answer to see it: the strict rule,
+  // unless the test gives --max-age itself
+  const { config } = loadConfig(flags, { NODETRUTH_MAX_AGE: '0', ...env });
   const logs: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {

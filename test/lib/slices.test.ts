@@ -3,10 +3,9 @@
  * them. Checked against JSON.stringify itself on the shapes that differ between the two kinds of
  * writing (left-out values, toJSON, hostile strings, null-prototype objects, big lists), and the
  * bound counted: how many entries are stringified between two yields, never a duration.
- * textBuffer: a long text encoded in slices, the bytes of Buffer.from whatever falls on a cut.
  */
 import t from 'tap';
-import { jsonBuffer, SLICING, textBuffer, type Slicing } from '../../src/lib/slices.js';
+import { jsonBuffer, SLICING, type Slicing } from '../../src/lib/slices.js';
 
 const sym = Symbol('s');
 const hostile = ['"quoted"', 'back\\slash', 'new\nline\r\t', 'ünïcødé ☃ 𝄞', '\u0000\u001f\u2028\u2029', '\ud800 lone surrogate', '</script>'];
@@ -62,21 +61,4 @@ t.test('a big answer yields between slices; each slice is bounded by its size', 
   t.ok(Math.max(...perSlice) <= Math.ceil(slicing.sliceChars / itemBytes) + 1, `at most ${Math.max(...perSlice)} items between two yields`);
   stringified = 0;
   t.ok(body.equals(Buffer.from(JSON.stringify(answer))), 'the same bytes as one JSON.stringify');
-});
-
-t.test('textBuffer: the bytes of Buffer.from, cut anywhere, pairs kept whole', async (t) => {
-  const texts = [
-    'x{a="✓"} 1\n'.repeat(5000),
-    '𝄞'.repeat(3001), // every cut lands between or inside pairs
-    `a${'𝄞'.repeat(100)}\ud800b\udc00${'é'.repeat(99)}\ud83d`, // lone surrogates, one at the very end
-  ];
-  for (const s of texts) {
-    for (const sliceChars of [1, 2, 3, 7, 1024, SLICING.sliceChars]) {
-      let pauses = 0;
-      const got = await textBuffer(s, { sliceChars, pause: async () => void pauses++ });
-      t.ok(got.equals(Buffer.from(s)), `${s.length} characters in slices of ${sliceChars}`);
-      // a cut moved back one character to keep a pair: slices of sliceChars - 1 at the least
-      if (sliceChars >= 2) t.ok(pauses >= Math.ceil(s.length / sliceChars) - 1 && pauses <= Math.ceil(s.length / (sliceChars - 1)), `${pauses} yields`);
-    }
-  }
 });

@@ -2,8 +2,9 @@
  * The runtime index (src/view/runtime-index.ts) through the real HTTP server, over the
  * captured node's cgroup tree and a fake CRI runtime: a runtime late for its deadline
  * renames nothing (the last successful list's names stay on /v1/cgroups and on every
- * /metrics series), an id the last list no longer holds is forgotten, and concurrent
- * requests of different routes share one ListContainers in flight.
+ * /metrics series), an id the last list no longer holds is forgotten (with --max-age 0: every
+ * request reads the runtime anew), and concurrent requests of different routes inside --max-age
+ * share one ListContainers.
  */
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
@@ -17,7 +18,8 @@ armCanaries(fx.canaries);
 const node = capturedRuntime();
 const fake = new FakeCriServer(node);
 await fake.start();
-const a = await testApp(['--host-root', fx.root, '--cri-endpoint', fake.endpoint, '--cri-timeout', '400ms', '--kubelet-healthz', 'http://127.0.0.1:1/healthz']);
+const flags = ['--host-root', fx.root, '--cri-endpoint', fake.endpoint, '--cri-timeout', '400ms', '--kubelet-healthz', 'http://127.0.0.1:1/healthz'];
+const a = await testApp([...flags, '--max-age', '0']);
 await a.app.listen({ port: 0, host: '127.0.0.1' });
 const base = `http://127.0.0.1:${(a.app.server.address() as AddressInfo).port}`;
 t.teardown(async () => {
@@ -71,14 +73,19 @@ t.test('an id the last successful list no longer holds is forgotten', async (t) 
   fake.delayMs = 0;
 });
 
-t.test('concurrent requests of different routes share one ListContainers in flight', async (t) => {
+t.test('concurrent requests of different routes inside --max-age share one ListContainers', async (t) => {
+  const b = await testApp([...flags, '--max-age', '1m']);
+  await b.app.listen({ port: 0, host: '127.0.0.1' });
+  t.teardown(() => b.close());
+  const baseB = `http://127.0.0.1:${(b.app.server.address() as AddressInfo).port}`;
   fake.delayMs = 150; // long enough for the requests to overlap
   t.teardown(() => void (fake.delayMs = 0));
   const before = fake.calls.ListContainers ?? 0;
   // two full-node routes (the load shedder runs two distinct ones at once) and two by id
   const urls = ['/v1/cgroups', '/v1/containers', `/v1/cgroups/${SPIN_ID.slice(0, 8)}`, `/v1/containers/${SPIN_ID.slice(0, 8)}/namespaces`];
-  const answers = await Promise.all(urls.map((u) => fetch(base + u)));
+  const answers = await Promise.all(urls.map((u) => fetch(baseB + u)));
   t.same(answers.map((r) => r.status), [200, 200, 200, 200]);
   t.equal((fake.calls.ListContainers ?? 0) - before, 1, 'one ListContainers for four requests');
+  t.equal(new Set(answers.map((r) => r.headers.get('x-nodetruth-observed-at'))).size, 1, 'one reading');
   fake.delayMs = 0;
 });

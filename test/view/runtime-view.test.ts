@@ -1,14 +1,15 @@
 /**
  * RuntimeView (src/view/runtime-view.ts) over a real gRPC connection to the fake CRI
  * runtime: the rows of a large node are built in slices with a yield between them, counted
- * (3,000 rows resumed in one tick hold the loop too long), and the same as built at once; the
- * callers of one flight resume one a turn of the event loop.
+ * (3,000 rows resumed in one tick hold the loop too long), and the same as built at once; within a
+ * reading (src/reading.ts) each container's status is asked once; across readings only an exited
+ * container's status is kept (it cannot change while the container is listed).
  */
 import t from 'tap';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CriClient } from '../../src/readers/cri/client.js';
+import { Reading } from '../../src/reading.js';
 import { RuntimeIndexSource } from '../../src/view/runtime-index.js';
 import { ROW_SLICE, RuntimeView } from '../../src/view/runtime-view.js';
 import { FakeCriServer, generateFakeNode } from '../helpers/fake-cri.js';
@@ -48,37 +49,31 @@ t.test('one pod: its few rows in one slice, no yield', async (t) => {
   t.equal(pauses, 0);
 });
 
-t.test('the callers of one flight share its rows and resume one a turn, not all in the tick it settles', async (t) => {
+t.test('within a reading every status is asked once; in the next only the running containers\' again', async (t) => {
   const view = new RuntimeView(cri, new RuntimeIndexSource(cri, 5000));
-  const before = fake.calls.ListContainers ?? 0;
-  const log: string[] = [];
-  let on = true;
-  const tick = () => {
-    if (!on) return;
-    log.push('tick');
-    setImmediate(tick);
-  };
-  const all = Promise.all(
-    [1, 2, 3, 4, 5].map(async (i) => {
-      const rows = await view.containers();
-      log.push(`caller${i}`);
-      return rows;
-    }),
-  );
-  setImmediate(tick);
-  const got = await all;
-  on = false;
-  t.equal((fake.calls.ListContainers ?? 0) - before, 1, 'one ListContainers for five callers');
-  t.ok(got.every((rows) => rows === got[0]), 'the same rows');
-  const perTurn = log.join(' ').split('tick').map((s) => s.split(' ').filter((x) => x.startsWith('caller')).length);
-  t.equal(perTurn.reduce((a, b) => a + b, 0), 5);
-  t.ok(perTurn.every((n) => n <= 1), `at most ${Math.max(...perTurn)} caller resumed in one turn (${perTurn.length} turns)`);
+  const all = fake.node.containers.length;
+  const running = fake.node.containers.filter((c) => c.state !== 'CONTAINER_EXITED').length;
+  t.ok(running > 0 && running < all, 'running and exited containers');
+  const asked = () => fake.calls.ContainerStatus ?? 0;
+  const lists = () => fake.calls.ListContainers ?? 0;
+  const [s0, l0] = [asked(), lists()];
+  const r1 = new Reading();
+  const [a, b] = await r1.run(() => Promise.all([view.containers(), view.containers()]));
+  t.equal(await r1.run(() => view.containers()), a, 'the same rows for the whole reading');
+  t.equal(a, b);
+  r1.release();
+  t.equal(asked() - s0, all, 'one status per container for three answers');
+  t.equal(lists() - l0, 1, 'one list');
+  const r2 = new Reading();
+  await r2.run(() => view.containers());
+  r2.release();
+  t.equal(asked() - s0 - all, running, 'the next reading asks only the running containers');
 });
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-t.test('a running container\'s status is let go once it expires; an exited one is kept while listed', async (t) => {
+t.test('once its reading is released no running container\'s status is held; an exited one is, while listed', async (t) => {
   /** every status the runtime answered, watched: a full GC clears what nothing holds */
   const answered: { state: string; ref: WeakRef<object> }[] = [];
   class Watched extends CriClient {
@@ -91,27 +86,16 @@ t.test('a running container\'s status is let go once it expires; an exited one i
   const watched = new Watched(fake.endpoint, 5000);
   t.teardown(() => watched.close());
   const view = new RuntimeView(watched, new RuntimeIndexSource(watched, 5000));
-  let rows: unknown = await view.containers();
-  t.equal((rows as unknown[]).length, 1200);
-  rows = undefined;
-  const alive = () => {
-    const live = answered.filter((a) => a.state !== 'CONTAINER_EXITED');
-    const exited = answered.filter((a) => a.state === 'CONTAINER_EXITED');
-    return { live: live.filter((a) => a.ref.deref()).length, liveAll: live.length, exited: exited.filter((a) => a.ref.deref()).length, exitedAll: exited.length };
-  };
-  t.ok(alive().liveAll > 0 && alive().exitedAll > 0, 'the fake node has running and exited containers');
-  // past the 1 s a live status may be served, the sweep after it: asked every 250 ms, for up to
-  // 30 s (a loaded machine runs timers late; a status held for good fails the test either way)
-  let after = alive();
-  for (const started = Date.now(); Date.now() - started < 30_000; ) {
-    await sleep(250);
-    for (let i = 0; i < 2; i++) {
-      gc();
-      await new Promise((r) => setImmediate(r));
-    }
-    after = alive();
-    if (after.live === 0) break;
+  const reading = new Reading();
+  t.equal((await reading.run(() => view.containers())).length, 1200);
+  reading.release();
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await new Promise((r) => setTimeout(r, 10));
   }
-  t.equal(after.live, 0, `no running container's status held (${after.liveAll} answered)`);
-  t.equal(after.exited, after.exitedAll, 'every exited container\'s status still cached (it cannot change while listed)');
+  const live = answered.filter((a) => a.state !== 'CONTAINER_EXITED');
+  const exited = answered.filter((a) => a.state === 'CONTAINER_EXITED');
+  t.ok(live.length > 0 && exited.length > 0, 'the fake node has running and exited containers');
+  t.equal(live.filter((a) => a.ref.deref()).length, 0, `no running container's status held (${live.length} answered)`);
+  t.equal(exited.filter((a) => a.ref.deref()).length, exited.length, 'every exited container\'s status still kept (it cannot change while listed)');
 });

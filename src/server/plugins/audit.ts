@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { REDACTED, redactText, SECRET_KEY } from '../../redact.js';
-import { Moment } from '../../lib/moment.js';
+import { Reading } from '../../reading.js';
 import { requestOutcome } from '../request-signal.js';
 
 declare module 'fastify' {
@@ -107,15 +107,15 @@ type WithAudit = FastifyRequest & { [kAudit]?: AuditState };
  * secret-looking query values are redacted, so no bearer token reaches the log.
  *
  * Not audited one by one: the requests a capture injects into the app (bundle/capture.ts),
- * recognised by the capture's Moment (lib/moment.ts), which only code inside this process
+ * recognised by the capture's reading (src/reading.ts), which only code inside this process
  * can open — never a header or anything else a client sends. The capture's own request (GET
  * /v1/bundle) or command writes the one line, with how many answers it took.
  */
 export function installAuditLog(app: FastifyInstance): void {
   app.addHook('onRequest', async (req, reply) => {
-    const moment = Moment.current();
-    if (moment) {
-      moment.requests++;
+    const reading = Reading.current();
+    if (reading?.capture) {
+      reading.requests++;
       return;
     }
     const st: AuditState = { start: performance.now(), bytesBefore: req.raw.socket?.bytesWritten ?? 0, written: false };

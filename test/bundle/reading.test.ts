@@ -1,15 +1,15 @@
 /**
- * A capture is one moment (src/lib/moment.ts): its injected requests share the
- * source reads they repeat, so its cost is linear in the node, and it is audited
- * as one request.
+ * A capture is one reading (src/reading.ts): its injected requests share the
+ * source reads they repeat, so its cost is linear in the node, every answer states the
+ * capture's start as its observedAt, and it is audited as one request.
  *
  * - The FAKE runtime counts the calls it is asked: one capture of a node lists the
  *   containers and sandboxes a fixed number of times, however many containers there
- *   are (without one moment each per-container route lists again: O(containers²)); each
+ *   are (without one reading each per-container route lists again: O(containers²)); each
  *   container's status is asked a fixed number of times.
  * - The kubepods walk (readdir of kubepods.slice, counted on the real HostFs,
  *   calling through) is made a fixed number of times per capture.
- * - Nothing outlives the moment: a container the runtime lists after the capture
+ * - Nothing outlives the reading: a container the runtime lists after the capture
  *   is in the next answer.
  * - GET /v1/bundle over real HTTP writes ONE audit line, with the count of inner
  *   answers and the bytes; a request from a client during the capture, carrying
@@ -23,7 +23,7 @@ import { captureBundle } from '../../src/bundle/capture.js';
 import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
 import type { ResolvedDir } from '../../src/readers/hostfs/hostfs.js';
-import { Moment } from '../../src/lib/moment.js';
+import { Reading } from '../../src/reading.js';
 import { makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { testApp } from '../helpers/app.js';
 import { FakeCriServer } from '../helpers/fake-cri.js';
@@ -77,7 +77,7 @@ t.test('one capture lists the runtime and walks the cgroups a fixed number of ti
     t.ok(answers.length > 8 * c.containers, `${answers.length} answers, ~10 per container`);
     const perItem = answers.filter((s) => /^\/v1\/(containers|pods)\/[0-9a-f]{64}/.test(s.name));
     t.ok(perItem.length >= 8 * c.containers, `${perItem.length} per-pod and per-container answers`);
-    t.ok((c.calls.ListContainers ?? 0) >= 1 && (c.calls.ListContainers ?? 0) <= 2, `ListContainers ${c.calls.ListContainers}: once for the moment (without it, once per answer that names a container)`);
+    t.ok((c.calls.ListContainers ?? 0) >= 1 && (c.calls.ListContainers ?? 0) <= 2, `ListContainers ${c.calls.ListContainers}: once for the reading (without it, once per answer that names a container)`);
     t.ok((c.calls.ListPodSandbox ?? 0) >= 1 && (c.calls.ListPodSandbox ?? 0) <= 2, `ListPodSandbox ${c.calls.ListPodSandbox}`);
     // per container: one plain status shared by every answer that lists it, a verbose one for each inspect answer
     // (json, text) and the logs route's own (json, text): a fixed number, not one per answer that names the container
@@ -87,24 +87,30 @@ t.test('one capture lists the runtime and walks the cgroups a fixed number of ti
   }
   t.equal(big.calls.ListContainers, small.calls.ListContainers, 'as many lists for 18 containers as for 4');
   t.equal(big.calls.ContainerStatus! / big.containers, small.calls.ContainerStatus! / small.containers, 'as many status calls per container on either node');
-  // the moment's walk, the throttling samples' and triage's own, and one per pod (its /v1/pods/{id} answers read that pod alone)
+  // the reading's walk, the throttling samples' and triage's own, and one per pod (its /v1/pods/{id} answers read that pod alone)
   t.equal(big.walks - small.walks, 6 - 2, `kubepods walks: ${small.walks} for 2 pods, ${big.walks} for 6: one more per pod, not one per answer`);
-  t.equal(Moment.current(), undefined, 'no moment left open here');
+  t.equal(Reading.current(), undefined, 'no reading left open here');
 
-  // the answers are still the routes' own: asked again now, outside any moment, each gives the same status and body
+  // the answers are still the routes' own: asked again now, from a reading of their own, each gives the same
+  // status and body but for when it was observed; every stored answer was observed when the capture began
   const b = await readBundle(path.join(dir, '6x3.tar.gz'));
+  const unobserved = (body: Buffer) => body.toString('utf8').replace(/"observedAt":"[^"]*",?/, '');
   let same = 0;
   const differ: string[] = [];
+  const observed = new Set<string>();
   for (const s of big.m.sections.filter((x) => x.kind === 'route' && /^\/v1\/(containers|pods)\/[0-9a-f]{64}/.test(x.name))) {
     const res = await big.n.a.app.inject({ url: s.name, headers: { host: '127.0.0.1' } });
     const stored = b.routes.get(routeKey(s.name))!;
-    if (res.statusCode === stored.status && res.rawPayload.equals(stored.body)) same++;
+    const at = /"observedAt":"([^"]*)"/.exec(stored.body.toString('utf8'))?.[1];
+    if (at) observed.add(at);
+    if (res.statusCode === stored.status && unobserved(res.rawPayload) === unobserved(stored.body)) same++;
     else differ.push(`${s.name}: ${stored.status} then ${res.statusCode}`);
   }
-  t.same(differ, [], `${same} per-pod and per-container answers identical when asked again outside the moment (404s included: exited containers without a cgroup)`);
+  t.same(differ, [], `${same} per-pod and per-container answers identical when asked again outside the capture (404s included: exited containers without a cgroup)`);
+  t.same([...observed], [big.m.capturedAt], 'every stored answer observed when the capture began');
 });
 
-t.test('nothing outlives the moment: after a capture every answer reads the node again', async (t) => {
+t.test('nothing outlives the reading: after a capture every answer reads the node again', async (t) => {
   const n = await fakeNode(2, 2);
   t.teardown(() => n.close());
   await captureBundle({ app: n.a.app, deps: n.a.deps, throttlingWindow: '1s' }, createWriteStream(path.join(dir, 'after.tar.gz')));

@@ -1,0 +1,111 @@
+/**
+ * One reading of the node (DESIGN.md "One reading of the node"): the node as its sources
+ * answered at one moment. Inside a reading each shared read (a SingleFlight key: the runtime's
+ * lists, a container's status, the kubepods walk, a scrape, a rendered answer) is made once.
+ * It travels by AsyncLocalStorage (lib/concurrency.ts memoScope) to exactly the work started in
+ * `run`; nothing a client sends can enter or name one. `release` lets go of what it kept; work
+ * that outlives it shares in flight instead.
+ *
+ * `Readings` gives a request the newest reading begun at most `maxAgeMs` before the request
+ * arrived, else a new one (0: one begun after it arrived). A reading is released once no request
+ * holds it and none may get it any more (older than maxAgeMs, or replaced): an idle agent holds
+ * none, and its one timer (unref'd) exists only while an unheld reading waits to expire. Ages are
+ * on the monotonic clock: a wall clock set back must not keep a reading for good.
+ */
+import { performance } from 'node:perf_hooks';
+import { type Memo, memoScope } from './lib/concurrency.js';
+
+export class Reading implements Memo {
+  /** every answer built from it states this as `observedAt` */
+  readonly startedAt = new Date();
+  /** the same instant, performance.now() ms */
+  readonly began = performance.now();
+  /** requests a capture injected and answered from it (audited as the capture's one line) */
+  requests = 0;
+  /** requests using it now */
+  holders = 0;
+  private memo: WeakMap<object, Map<string, Promise<unknown>>> | null = new WeakMap();
+
+  /** `capture`: a capture's reading */
+  constructor(readonly capture = false) {}
+
+  /** The open reading the calling code runs in, if any. */
+  static current(): Reading | undefined {
+    const m = memoScope.getStore();
+    return m instanceof Reading && m.open ? m : undefined;
+  }
+
+  get open(): boolean {
+    return this.memo !== null;
+  }
+
+  run<T>(fn: () => T): T {
+    return memoScope.run(this, fn);
+  }
+
+  /** `fn`'s promise for (owner, key), made once within this reading (a rejection too). */
+  once<T>(owner: object, key: string, fn: () => Promise<T>): Promise<T> {
+    if (!this.memo) return fn();
+    let byKey = this.memo.get(owner);
+    if (!byKey) this.memo.set(owner, (byKey = new Map()));
+    let p = byKey.get(key) as Promise<T> | undefined;
+    if (!p) byKey.set(key, (p = fn()));
+    return p;
+  }
+
+  release(): void {
+    this.memo = null;
+  }
+}
+
+export class Readings {
+  private newest: Reading | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private live = 0;
+
+  constructor(readonly maxAgeMs: number) {}
+
+  /** The reading of a request that arrived at `arrivedAt` (performance.now() ms), held until `leave`. */
+  enter(arrivedAt: number): Reading {
+    let r = this.newest;
+    if (!r || !r.open || r.began < arrivedAt - this.maxAgeMs) {
+      if (r && r.holders === 0) this.drop(r);
+      r = this.newest = new Reading();
+      this.live++;
+    }
+    r.holders++;
+    return r;
+  }
+
+  leave(r: Reading): void {
+    if (--r.holders > 0) return;
+    if (r === this.newest) this.expire();
+    else this.drop(r);
+  }
+
+  /** Readings not released yet: 0 on an idle agent. */
+  get open(): number {
+    return this.live;
+  }
+
+  private drop(r: Reading): void {
+    if (!r.open) return;
+    r.release();
+    this.live--;
+  }
+
+  private expire(): void {
+    const r = this.newest;
+    if (!r || r.holders > 0 || this.timer) return;
+    const left = r.began + this.maxAgeMs - performance.now();
+    if (left <= 0) {
+      this.drop(r);
+      this.newest = null;
+      return;
+    }
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.expire();
+    }, Math.ceil(left)).unref();
+  }
+}
