@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ID_PREFIX_PATTERN } from '../readers/cri/ids.js';
 import { parseRfc3339Micros } from '../readers/journal/time.js';
-import { THRESHOLDS } from '../triage/thresholds.js';
+import { THRESHOLDS } from '../rules/thresholds.js';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN, durationWithin, rangeText, THROTTLING_WINDOW, TRIAGE_WINDOW, type DurationRange } from '../validate.js';
 
 /** Shared request schemas: every input is validated here before it reaches a call, path or argv. */

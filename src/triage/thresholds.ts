@@ -1,1 +1,0 @@
-export { THRESHOLDS } from '../rules/thresholds.js';
