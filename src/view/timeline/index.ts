@@ -1,0 +1,117 @@
+/**
+ * One timeline of every layer of the node (DESIGN.md, GET /v1/timeline): each source asked
+ * turns what it already reads into events within its own deadline (deadlines.ts), bounded to
+ * the newest `limit` of the window; the lists are merged oldest first. A source that fails or
+ * misses its deadline is a warning and the rest stands.
+ */
+import { deadlines } from '../../deadlines.js';
+import { withinDeadline } from '../../lib/deadline.js';
+import type { Timeline, TimelineSource } from '../../model/timeline.js';
+import { journalQuery } from '../../readers/journal/query.js';
+import { formatMicros } from '../../readers/journal/time.js';
+import { Reading } from '../../reading.js';
+import type { Sources } from '../../sources.js';
+import { KernelProblemsSource } from '../kernel-problems.js';
+import { OomSource } from '../oom.js';
+import { RuntimeNameBook } from '../runtime-index.js';
+import { statusWarnings } from '../runtime-view.js';
+import { kernelClock } from './clock.js';
+import { journalEvents, JOURNAL_SCAN, MESSAGE_CHARS, TIMELINE_UNITS } from './journal.js';
+import { kernelEvents, oomEvents } from './kernel.js';
+import { mergeNewest } from './merge.js';
+import { runtimeEvents } from './runtime.js';
+import type { SourceEvents, Timed, TimelineQuery } from './window.js';
+
+export type TimelineDeps = Pick<Sources, 'config' | 'hostFs' | 'runtime' | 'index' | 'kmsg' | 'journal'>;
+
+interface Produced {
+  events: SourceEvents;
+  warnings: string[];
+}
+
+export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, signal?: AbortSignal): Promise<Timeline> {
+  const observedAt = (Reading.current()?.startedAt ?? new Date()).toISOString();
+  const d = deadlines(deps.config);
+  const { bootUs, clock } = await kernelClock(deps.hostFs);
+  const warnings: string[] = [];
+  // the runtime's names for kernel records' pod UIDs and container IDs; the last list's when it is late
+  let names: Promise<RuntimeNameBook> | null = null;
+  const namesOf = () => (names ??= deps.index.join().then((j) => j.names, () => RuntimeNameBook.EMPTY));
+
+  const producers: Record<Exclude<TimelineSource, 'kube'>, { ms: number; run: (s: AbortSignal) => Promise<Produced> }> = {
+    runtime: {
+      ms: d.containerRows,
+      run: async () => {
+        if (!deps.runtime) throw new Error('no CRI socket configured or found');
+        const [rows, pods] = await Promise.all([deps.runtime.containers(), deps.runtime.pods()]);
+        return { events: runtimeEvents(rows, pods, q), warnings: statusWarnings(rows) };
+      },
+    },
+    oom: {
+      ms: d.kernelLog,
+      run: async (s) => {
+        const r = await new OomSource(deps.kmsg, deps.journal, deps.hostFs, () => bootUs).kills(s);
+        return { events: oomEvents(r.kills, await namesOf(), q), warnings: r.warnings };
+      },
+    },
+    kernel: {
+      ms: d.kernelLog,
+      run: async (s) => {
+        const r = await new KernelProblemsSource(deps.kmsg, deps.hostFs, () => bootUs).read(s);
+        return { events: kernelEvents(r.problems, await namesOf(), q), warnings: r.warnings };
+      },
+    },
+    journal: {
+      ms: d.journal,
+      run: async (s) => {
+        // the newest records of the window; with verbose and no pod filter every one is an event
+        const tailLines = q.verbose && !q.pods ? q.limit : JOURNAL_SCAN;
+        const r = await deps.journal.query(journalQuery({ units: [...TIMELINE_UNITS], sinceUs: q.sinceUs, untilUs: q.untilUs, tailLines }), s);
+        const { events, cut } = journalEvents(r.records, q);
+        const w = [...r.warnings];
+        if (r.truncated) w.push(`the read was cut (${r.truncated}): older records of the window are not in the timeline`);
+        else if (r.records.length === tailLines && tailLines === JOURNAL_SCAN) w.push(`only the newest ${JOURNAL_SCAN} records of the window were read`);
+        if (cut > 0) w.push(`${cut} records longer than ${MESSAGE_CHARS} characters were cut`);
+        return { events, warnings: w };
+      },
+    },
+  };
+
+  const asked = [...q.sources];
+  let dropped = false;
+  const sources: Timeline['sources'] = {};
+  // each source's warnings in the order asked, whichever answered first
+  const answered = await Promise.all(
+    asked.map(async (name): Promise<{ list: Timed[]; warnings: string[] }> => {
+      if (name === 'kube') {
+        sources.kube = { ok: false, events: 0, ms: 0, error: 'not read' };
+        return { list: [], warnings: ['kube: Kubernetes Events are not read by this agent yet; the timeline has none'] };
+      }
+      const p = producers[name];
+      const o = await withinDeadline((s) => p.run(anySignal(s, signal)), p.ms, name);
+      if (!o.ok) {
+        sources[name] = { ok: false, events: 0, ms: o.ms, error: o.error };
+        return { list: [], warnings: [`${name}: ${o.error}`] };
+      }
+      const { events: ev } = o.value;
+      const list = ev.list();
+      const w = o.value.warnings.map((x) => `${name}: ${x}`);
+      if (ev.untimed > 0) w.push(`${name}: ${ev.untimed} records without a usable time were skipped`);
+      if (ev.dropped > 0) {
+        dropped = true;
+        w.push(`${name}: ${ev.dropped} older events of the window left out (limit ${q.limit})`);
+      }
+      sources[name] = { ok: true, events: list.length, ms: o.ms };
+      return { list, warnings: w };
+    }),
+  );
+  const lists = answered.map((a) => a.list);
+  for (const a of answered) warnings.push(...a.warnings);
+  const { events, truncated } = mergeNewest(lists, q.limit);
+  return { observedAt, since: formatMicros(q.sinceUs), until: formatMicros(q.untilUs), limit: q.limit, verbose: q.verbose, clock, events, truncated: truncated || dropped, sources, warnings };
+}
+
+/** A signal that aborts when either does. */
+function anySignal(a: AbortSignal, b: AbortSignal | undefined): AbortSignal {
+  return b ? AbortSignal.any([a, b]) : a;
+}
