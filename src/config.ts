@@ -5,6 +5,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import type { ParseArgsOptionsConfig } from 'node:util';
 import { parseFlags } from './args.js';
+import { discoverCriEndpointSync } from './readers/cri/endpoint.js';
 import { DNS1123_SUBDOMAIN, durationSchema } from './validate.js';
 
 /**
@@ -14,7 +15,7 @@ import { DNS1123_SUBDOMAIN, durationSchema } from './validate.js';
 const FLAGS = {
   listen: { env: 'NODETRUTH_LISTEN', help: 'address to listen on (host:port); non-loopback needs --auth kubernetes' },
   'host-root': { env: 'NODETRUTH_HOST_ROOT', help: "where the host's root is mounted (default /host if it exists, else /)" },
-  'cri-endpoint': { env: 'NODETRUTH_CRI_ENDPOINT', help: 'unix:// path of the CRI socket (default: containerd, then CRI-O)' },
+  'cri-endpoint': { env: 'NODETRUTH_CRI_ENDPOINT', help: "unix:// path of the CRI socket (default: kubelet's --container-runtime-endpoint, else containerd's, k3s/rke2's, CRI-O's socket)" },
   'cri-timeout': { env: 'NODETRUTH_CRI_TIMEOUT', help: 'deadline of every CRI call (default 2s)' },
   auth: { env: 'NODETRUTH_AUTH', help: 'none | kubernetes (TokenReview + SubjectAccessReview)' },
   'auth-audiences': { env: 'NODETRUTH_AUTH_AUDIENCES', help: 'comma-separated audiences for the TokenReview (default: none)' },
@@ -186,13 +187,8 @@ export function loadConfig(argv: string[], env: NodeJS.ProcessEnv = process.env,
   return { config: result.data, positionals: parsed.positionals, flags };
 }
 
-function defaultCriEndpoint(hostRoot: string): string | null {
-  for (const sock of ['run/containerd/containerd.sock', 'run/crio/crio.sock']) {
-    const p = path.join(hostRoot, sock);
-    if (existsSync(p)) return `unix://${p}`;
-  }
-  return null;
-}
+/** kubelet's own endpoint, else the known sockets (readers/cri/endpoint.ts) */
+const defaultCriEndpoint = (hostRoot: string): string | null => discoverCriEndpointSync(hostRoot).endpoint;
 
 export function flagHelp(): string {
   return Object.entries(FLAGS)

@@ -68,6 +68,36 @@ export interface NodeFacts {
   /** statfs of each path the agent looked at, time-boxed (a hung mount never answers) */
   mounts: MountAnswer[];
   criLatency: CriLatency;
+  /** the node OS and where kubelet's and the runtime's setup was found */
+  nodeOs?: NodeOs;
+}
+
+/** A fact and where it came from: a flag on a command line, a file, a known path, a default. */
+export interface Sourced {
+  value: string;
+  source: string;
+}
+
+export interface NodeOs {
+  /** /etc/os-release under the host root; null fields when absent */
+  distribution: { id: string | null; versionId: string | null; prettyName: string | null; name: string | null; source: string };
+  /** k3s, rke2, talos, eks, gke, aks, bottlerocket … with what showed it; null when nothing did */
+  flavor: { name: string; evidence: string } | null;
+  kubelet: {
+    pid: number | null;
+    /** /proc/<pid>/cmdline, a flags file, or null */
+    flagsFrom: string | null;
+    config: Sourced | null;
+    configDir: Sourced | null;
+    kubeconfig: Sourced | null;
+    certDir: Sourced;
+    containerRuntimeEndpoint: Sourced | null;
+    /** the config files merged, in order */
+    files: Array<{ path: string; role: 'config' | 'drop-in'; from: string }>;
+  };
+  containerd: { pid: number | null; config: Sourced | null; address: Sourced | null; root: Sourced | null; configVersion: number | null } | null;
+  /** the CRI endpoint the agent uses and how it was found */
+  criEndpoint: Sourced | null;
 }
 
 export type Conntrack =
@@ -151,6 +181,8 @@ export interface KubeletCertificate {
   secondsLeft: number | null;
   /** why no figures: absent, unreadable, no certificate in it */
   error: string | null;
+  /** how the path was chosen: kubelet's --cert-dir (or its default), the config's tlsCertFile */
+  source?: string;
 }
 
 export type EvictionSignal = 'memory.available' | 'nodefs.available' | 'nodefs.inodesFree' | 'imagefs.available' | 'imagefs.inodesFree' | 'pid.available';
@@ -166,13 +198,17 @@ export interface EvictionThreshold {
   quantity: number | null;
   /** config: from kubelet's config file; default: kubelet's built-in default (Linux) */
   from: 'config' | 'default';
+  /** which file (the base config or a drop-in) or flag set it, or "kubelet's default" */
+  source?: string;
 }
 
 export interface EvictionConfig {
   /** the config file read (from kubelet's --config, else /var/lib/kubelet/config.yaml), null when none */
   configPath: string | null;
-  /** how it was found */
-  foundBy: 'cmdline' | 'default-path' | null;
+  /** how it was found: kubelet's --config, /var/lib/kubelet/config.yaml, or a distribution's known path */
+  foundBy: 'cmdline' | 'default-path' | 'distribution-path' | null;
+  /** --config-dir drop-ins merged over it, in the order applied */
+  dropIns?: string[];
   thresholds: EvictionThreshold[];
   /** signals against the filesystems they watch, for the hard thresholds in force */
   checks: EvictionCheck[];

@@ -1,6 +1,7 @@
 import { status, type ServiceError } from '@grpc/grpc-js';
 import { formatDuration } from '../../format.js';
 import { SourceError } from '../errors.js';
+import { CRI_SOCKETS } from '../../rules/node-os.js';
 
 /**
  * gRPC failures as an on-call engineer should read them. The cause text of
@@ -31,5 +32,5 @@ export function unavailableCause(details: string): string {
 export const noCriSocket = (hostRoot: string): SourceError =>
   new SourceError(
     'runtime_unconfigured',
-    `no CRI socket configured or found under ${hostRoot} (looked for run/containerd/containerd.sock, run/crio/crio.sock); pass --cri-endpoint`,
+    `no CRI socket configured or found under ${hostRoot} (asked kubelet's --container-runtime-endpoint and its config, containerd's --address, then looked for ${CRI_SOCKETS.map((x) => x.path.slice(1)).join(', ')}); pass --cri-endpoint`,
   );

@@ -60,12 +60,16 @@ export async function readCertificate(fs: HostFs, role: 'client' | 'serving', ho
  * The client certificate and the serving one: tlsCertFile from kubelet's config when
  * set, else the first of kubelet-server-current.pem / kubelet.crt that exists.
  */
-export async function kubeletCertificates(fs: HostFs, tlsCertFile: string | null, nowMs = Date.now()): Promise<KubeletCertificate[]> {
-  const client = readCertificate(fs, 'client', CLIENT_CERT, nowMs);
+export async function kubeletCertificates(fs: HostFs, tlsCertFile: string | null, nowMs = Date.now(), certDir?: { value: string; source: string }): Promise<KubeletCertificate[]> {
+  // kubelet's --cert-dir (default /var/lib/kubelet/pki) holds both when the config names no tlsCertFile
+  const dir = certDir && certDir.value.startsWith('/') ? certDir.value.replace(/\/+$/, '') : KUBELET_PKI;
+  const dirSource = certDir ? `--cert-dir ${dir} (${certDir.source})` : `${KUBELET_PKI} (kubelet's default --cert-dir)`;
+  const client = readCertificate(fs, 'client', `${dir}/kubelet-client-current.pem`, nowMs).then((c) => ({ ...c, source: dirSource }));
   let serving: KubeletCertificate | null = null;
-  for (const p of tlsCertFile ? [tlsCertFile] : SERVING_CERTS) {
+  const servingPaths = tlsCertFile ? [tlsCertFile] : [`${dir}/kubelet-server-current.pem`, `${dir}/kubelet.crt`];
+  for (const p of servingPaths) {
     const c = await readCertificate(fs, 'serving', p, nowMs);
-    serving = c;
+    serving = { ...c, source: tlsCertFile ? 'kubelet config tlsCertFile' : dirSource };
     if (c.present) break;
   }
   return [await client, ...(serving ? [serving] : [])];

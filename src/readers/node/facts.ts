@@ -9,6 +9,7 @@ import { readConntrack } from './conntrack.js';
 import { criLatencyOf } from './cri-latency.js';
 import { diskUse, NODE_DISKS } from '../../view/node-health.js';
 import { evictionChecks, readKubeletConfig } from './kubelet-config.js';
+import { readNodeOs } from './node-os.js';
 import { walkProcStates } from './proc-states.js';
 import { mountAnswers } from './statfs.js';
 import { parseTaint } from './taint.js';
@@ -16,7 +17,7 @@ import { parseTaint } from './taint.js';
 const errText = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code ?? (err as Error | null)?.message ?? String(err);
 
 export interface FactsOptions {
-  cri?: Parameters<typeof criLatencyOf>[0];
+  cri?: (Parameters<typeof criLatencyOf>[0] & { endpoint?: string }) | null;
   /** the disks already read for the same answer (nodeHealth's); read here when absent */
   disks?: DiskUse[] | Promise<DiskUse[]>;
   warnings?: string[];
@@ -46,7 +47,9 @@ export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<No
   if (walk.states.cut) w?.push(`/proc (D/Z states): ${walk.states.cut}`);
   const config = await safe('kubelet config', () => readKubeletConfig(fs, walk.kubeletPid), null);
   if (config?.eviction.error) w?.push(`kubelet config: ${config.eviction.error}`);
-  const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, config?.tlsCertFile ?? null, opts.nowMs), []);
+  const setup = config?.setup ?? null;
+  const nodeOs = await safe('node OS', () => readNodeOs(fs, { kubeletPid: walk.kubeletPid, containerdPids: walk.containerdPids ?? [], setup, criEndpoint: opts.cri?.endpoint ?? null }), undefined);
+  const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, config?.tlsCertFile ?? null, opts.nowMs, nodeOs?.kubelet.certDir), []);
   const eviction = config?.eviction ?? { configPath: null, foundBy: null, thresholds: [], checks: [], error: 'unreadable' };
   eviction.checks = evictionChecks(eviction.thresholds, disks);
   const taint = parseTaint(taintText);
@@ -59,5 +62,6 @@ export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<No
     eviction,
     mounts: mountAnswers(),
     criLatency: criLatencyOf(opts.cri ?? null)?.snapshot() ?? { windowSeconds: 0, methods: [] },
+    ...(nodeOs ? { nodeOs } : {}),
   };
 }

@@ -6,22 +6,18 @@
  * evictionHard does not inherit the defaults for the signals it leaves out (they are
  * unset then) unless mergeDefaultEvictionSettings is true.
  *
- * The file is found from --config in /proc/<kubelet pid>/cmdline (read through the /proc
- * limiter: cmdline reads can block), else /var/lib/kubelet/config.yaml. It is tenant-
- * unreachable but still read bounded (size, YAML aliases) and through HostFs.
+ * The files are found from kubelet's --config and --config-dir in /proc/<kubelet pid>/cmdline
+ * (read through the /proc limiter: cmdline reads can block), else a distribution's known
+ * paths (rules/node-os.ts), and merged as kubelet merges drop-ins (kubelet-flags.ts). They
+ * are tenant-unreachable but still read bounded (size, count, YAML aliases) and through HostFs.
  */
-import { createRequire } from 'node:module';
 import type { DiskUse, EvictionCheck, EvictionConfig, EvictionSignal, EvictionThreshold } from '../../model/node.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { procReads, readBlocking, PROC_LIMITS } from '../proc/limiter.js';
 import { parseCmdline } from '../proc/parse.js';
+import { parseConfigDoc, parseFlags, readKubeletSetup, type Flags, type KubeletSetup } from './kubelet-flags.js';
 
 export const DEFAULT_KUBELET_CONFIG = '/var/lib/kubelet/config.yaml';
-/** yaml (~30 ms CPU, 70 modules) is loaded by the first config parsed, not at the agent's start. */
-let yaml: typeof import('yaml') | null = null;
-const parseYaml = (text: string, options: import('yaml').ParseOptions & import('yaml').DocumentOptions & import('yaml').ToJSOptions): unknown =>
-  (yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text, options);
-const MAX_CONFIG_BYTES = 1024 * 1024;
 
 /** kubelet's default hard thresholds on Linux (pkg/kubelet/eviction/defaults_linux.go's values). */
 export const DEFAULT_EVICTION_HARD: Readonly<Partial<Record<EvictionSignal, string>>> = {
@@ -58,21 +54,12 @@ export function parseEvictionFlag(v: string): Map<string, string> {
   return out;
 }
 
-/** A flag's value from a kubelet argv: --name=value or --name value. */
-export function flagValue(argv: readonly string[], name: string): string | null {
-  let found: string | null = null;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    if (a === `--${name}` && i + 1 < argv.length) found = argv[++i]!;
-    else if (a.startsWith(`--${name}=`)) found = a.slice(name.length + 3);
-  }
-  return found; // the last one wins, as with Go's flag package
-}
-
 export interface KubeletConfigRead {
   eviction: EvictionConfig;
   /** tlsCertFile from the config (the serving certificate), null when unset */
   tlsCertFile: string | null;
+  /** kubelet's flags and the config files read (readKubeletConfig only) */
+  setup?: KubeletSetup;
 }
 
 /** The kubelet's argv, read through the /proc limiter; null when it cannot be had. */
@@ -82,7 +69,7 @@ export async function kubeletArgv(fs: HostFs, pid: number): Promise<string[] | n
   return r.ok && r.value ? parseCmdline(r.value.text) : null;
 }
 
-function thresholdsFrom(map: Map<string, string>, kind: 'hard' | 'soft', from: 'config' | 'default', bad: string[]): EvictionThreshold[] {
+function thresholdsFrom(map: Map<string, string>, kind: 'hard' | 'soft', from: 'config' | 'default', bad: string[], source: (signal: string) => string): EvictionThreshold[] {
   const out: EvictionThreshold[] = [];
   for (const [signal, value] of map) {
     if (!SIGNALS.has(signal)) {
@@ -94,7 +81,7 @@ function thresholdsFrom(map: Map<string, string>, kind: 'hard' | 'soft', from: '
       bad.push(`eviction${kind === 'hard' ? 'Hard' : 'Soft'}[${signal}]: ${JSON.stringify(value.slice(0, 64))} is not a quantity or percentage, skipped`);
       continue;
     }
-    out.push({ signal: signal as EvictionSignal, kind, value, ...v, from });
+    out.push({ signal: signal as EvictionSignal, kind, value, ...v, from, source: source(signal) });
   }
   return out;
 }
@@ -113,59 +100,53 @@ export function evictionFrom(configText: string | null, argv: readonly string[] 
   const problems: string[] = [];
   let doc: Record<string, unknown> = {};
   if (configText !== null) {
-    try {
-      const parsed: unknown = parseYaml(configText, { maxAliasCount: 50, prettyErrors: false });
-      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) doc = parsed as Record<string, unknown>;
-      else problems.push(`${configPath}: not a KubeletConfiguration mapping`);
-    } catch (err) {
-      problems.push(`${configPath}: not YAML (${String((err as Error).message).split('\n')[0]!.slice(0, 200)})`);
-    }
+    const p = parseConfigDoc(configText, configPath ?? 'config');
+    if ('error' in p) problems.push(p.error);
+    else doc = p.doc;
   }
-  const hardFlag = argv ? flagValue(argv, 'eviction-hard') : null;
-  const softFlag = argv ? flagValue(argv, 'eviction-soft') : null;
-  const hardMap = hardFlag !== null ? parseEvictionFlag(hardFlag) : asMap(doc.evictionHard);
-  const softMap = softFlag !== null ? parseEvictionFlag(softFlag) : asMap(doc.evictionSoft);
-  const hardSet = hardFlag !== null || (doc.evictionHard !== undefined && doc.evictionHard !== null);
-  const merge = doc.mergeDefaultEvictionSettings === true;
-  const thresholds = thresholdsFrom(hardMap, 'hard', 'config', problems);
-  if (!hardSet || merge) {
-    const defaults = new Map(Object.entries(DEFAULT_EVICTION_HARD).filter(([k]) => !hardMap.has(k)) as [string, string][]);
-    thresholds.push(...thresholdsFrom(defaults, 'hard', 'default', problems));
+  const sourceOf = new Map<string, string>();
+  if (configPath !== null) for (const [k, v] of Object.entries(doc)) {
+    sourceOf.set(k, configPath);
+    if ((k === 'evictionHard' || k === 'evictionSoft') && v && typeof v === 'object') for (const s of Object.keys(v).slice(0, 32)) sourceOf.set(`${k}.${s}`, configPath);
   }
-  thresholds.push(...thresholdsFrom(softMap, 'soft', 'config', problems));
-  const tls = typeof doc.tlsCertFile === 'string' && doc.tlsCertFile.startsWith('/') ? doc.tlsCertFile : null;
-  return { eviction: { configPath, foundBy, thresholds, checks: [], error: problems.length ? problems.join('; ') : null }, tlsCertFile: tls };
+  const r = evictionFromDoc(doc, argv ? parseFlags(argv) : new Map(), sourceOf, configPath, foundBy);
+  if (problems.length) r.eviction.error = [...problems, r.eviction.error].filter(Boolean).join('; ');
+  return r;
 }
 
-/** Find and read kubelet's config (kubeletPid from the /proc walk, null when no kubelet runs). */
+/** The thresholds in force from a merged config (base and drop-ins) and kubelet's flags; each says which file or flag set it. */
+export function evictionFromDoc(doc: Record<string, unknown>, flags: Flags, sourceOf: ReadonlyMap<string, string>, configPath: string | null, foundBy: EvictionConfig['foundBy'], dropIns: string[] = [], hardInBase?: boolean): KubeletConfigRead {
+  const problems: string[] = [];
+  const hardFlag = flags.get('eviction-hard')?.value ?? null;
+  const softFlag = flags.get('eviction-soft')?.value ?? null;
+  const hardMap = hardFlag !== null ? parseEvictionFlag(hardFlag) : asMap(doc.evictionHard);
+  const softMap = softFlag !== null ? parseEvictionFlag(softFlag) : asMap(doc.evictionSoft);
+  // kubelet fills its defaults into a base config without evictionHard before drop-ins apply:
+  // a drop-in's evictionHard then merges over the defaults, key by key
+  const hardSet = hardFlag !== null || (hardInBase ?? (doc.evictionHard !== undefined && doc.evictionHard !== null));
+  const merge = doc.mergeDefaultEvictionSettings === true;
+  const src = (kind: 'Hard' | 'Soft', flag: string | null) => (signal: string) => (flag !== null ? `--eviction-${kind.toLowerCase()} flag` : (sourceOf.get(`eviction${kind}.${signal}`) ?? sourceOf.get(`eviction${kind}`) ?? configPath ?? 'config'));
+  const thresholds = thresholdsFrom(hardMap, 'hard', 'config', problems, src('Hard', hardFlag));
+  if (!hardSet || merge) {
+    const defaults = new Map(Object.entries(DEFAULT_EVICTION_HARD).filter(([k]) => !hardMap.has(k)) as [string, string][]);
+    thresholds.push(...thresholdsFrom(defaults, 'hard', 'default', problems, () => "kubelet's default"));
+  }
+  thresholds.push(...thresholdsFrom(softMap, 'soft', 'config', problems, src('Soft', softFlag)));
+  const tls = typeof doc.tlsCertFile === 'string' && doc.tlsCertFile.startsWith('/') ? doc.tlsCertFile : null;
+  return { eviction: { configPath, foundBy, dropIns, thresholds, checks: [], error: problems.length ? problems.join('; ') : null }, tlsCertFile: tls };
+}
+
+/** Find and read kubelet's config (kubeletPid from the /proc walk, null when no kubelet runs): flags, config, drop-ins merged. */
 export async function readKubeletConfig(fs: HostFs, kubeletPid: number | null): Promise<KubeletConfigRead> {
   let argv: string[] | null = null;
-  let configPath: string | null = null;
-  let foundBy: EvictionConfig['foundBy'] = null;
-  if (kubeletPid !== null) {
-    argv = await kubeletArgv(fs, kubeletPid).catch(() => null);
-    const c = argv ? flagValue(argv, 'config') : null;
-    if (c && c.startsWith('/')) {
-      configPath = c;
-      foundBy = 'cmdline';
-    }
-  }
-  if (configPath === null && (await fs.exists(DEFAULT_KUBELET_CONFIG))) {
-    configPath = DEFAULT_KUBELET_CONFIG;
-    foundBy = 'default-path';
-  }
-  let text: string | null = null;
-  let readError: string | null = null;
-  if (configPath !== null) {
-    try {
-      text = await fs.readFile(configPath, MAX_CONFIG_BYTES);
-      if (text === null) readError = `${configPath}: absent`;
-    } catch (err) {
-      readError = `${configPath}: unreadable (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
-    }
-  }
-  const r = evictionFrom(text, argv, configPath, foundBy);
-  if (readError) r.eviction.error = [readError, r.eviction.error].filter(Boolean).join('; ');
+  if (kubeletPid !== null) argv = await kubeletArgv(fs, kubeletPid).catch(() => null);
+  const setup = await readKubeletSetup(fs, argv, kubeletPid !== null ? `/proc/${kubeletPid}/cmdline` : null);
+  const base = setup.config.files.find((f) => f.role === 'config') ?? null;
+  const foundBy: EvictionConfig['foundBy'] = base === null ? null : base.from === '--config' ? 'cmdline' : base.path === DEFAULT_KUBELET_CONFIG ? 'default-path' : 'distribution-path';
+  const dropIns = setup.config.files.filter((f) => f.role === 'drop-in').map((f) => f.path);
+  const r = evictionFromDoc(setup.config.doc, setup.flags, setup.config.sourceOf, base?.path ?? null, foundBy, dropIns, base ? setup.config.baseKeys.has('evictionHard') : undefined);
+  if (setup.config.problems.length) r.eviction.error = [...setup.config.problems, r.eviction.error].filter(Boolean).join('; ');
+  r.setup = setup;
   return r;
 }
 

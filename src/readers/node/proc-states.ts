@@ -53,6 +53,8 @@ export interface ProcWalk {
   states: ProcessStates;
   /** pid of a process named kubelet (its cmdline names the config file), null when none was seen */
   kubeletPid: number | null;
+  /** pids of processes named containerd, at most 4 (Talos runs two: its system one and the CRI one) */
+  containerdPids?: number[];
 }
 
 export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof typeof PROC_STATE_LIMITS, number>> = {}, signal?: AbortSignal): Promise<ProcWalk> {
@@ -70,6 +72,7 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
   const stuck: { pid: number; comm: string; state: 'D' | 'Z'; ppid: number }[] = [];
   let scanned = 0;
   let kubeletPid: number | null = null;
+  const containerdPids: number[] = [];
   let next = 0;
   // `batch` pids a slice, fewer when they take long (128 stat reads hold a loaded 2-core machine ~40 ms)
   const slice = new Slice(L.batch);
@@ -91,6 +94,7 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
       if (!st) continue;
       scanned++;
       if (st.comm === 'kubelet' && (kubeletPid === null || st.pid < kubeletPid)) kubeletPid = st.pid;
+      if (st.comm === 'containerd' && containerdPids.length < 4) containerdPids.push(st.pid);
       if (st.state === 'D' || st.state === 'Z') stuck.push({ pid: st.pid, comm: st.comm, state: st.state, ppid: st.ppid });
     }
   }
@@ -139,5 +143,6 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
       cut,
     },
     kubeletPid,
+    containerdPids,
   };
 }

@@ -4,6 +4,7 @@ import { isSourceError, RUNTIME_DOWN, SourceError } from '../../readers/errors.j
 import { joinSummary, RuntimeNameBook } from '../../view/runtime-index.js';
 import { validateJournalQuery, validateFileQuery } from '../../readers/journal/query.js';
 import { readLogFile } from '../../readers/journal/file-log.js';
+import { chooseLogBackend, readUnitFiles } from '../../readers/journal/backend.js';
 import { compileKernelPattern, KERNEL_LIMITS, MAX_KERNEL_TAIL } from '../../view/kernel-log.js';
 import { PODLOG_LIMITS, type LogLocation } from '../../readers/podlogs/podlogs.js';
 import { JOURNAL_LIMITS, PRIORITY } from '../../readers/journal/limits.js';
@@ -52,10 +53,16 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       if (q.kind === 'file') {
         return readLogFile(deps.hostFs, validateFileQuery(q.file), q.tailLines, q.pattern);
       }
+      // a node without a journal: the unit's log file, saying so; none: 503 naming what was looked for
+      const backend = await chooseLogBackend(deps.hostFs, q.units);
+      if (backend.kind === 'file') {
+        if (q.follow) throw new SourceError('source_unsupported', `follow: no journal on this node; ${backend.files.map((f) => f.rel).join(', ')} under /var/log can be read without follow`);
+        return readUnitFiles(deps.hostFs, backend, q.units, q.tailLines, q.pattern);
+      }
       if (!q.follow) {
         // the journalctl child ends with the request: killed and reaped when the client goes away
         const r = await deps.journal.query(q, requestSignal(req));
-        return { records: r.records, warnings: r.warnings, truncated: r.truncated, command: r.command };
+        return { source: 'journal' as const, records: r.records, warnings: r.warnings, truncated: r.truncated, command: r.command };
       }
       if (q.pattern !== null) await deps.journal.checkPattern(q.pattern, requestSignal(req));
       const release = followLimiter(deps).acquire();
