@@ -9,7 +9,7 @@ import { installLoadShed } from './plugins/load-shed.js';
 import { installConnectionBounds } from './connections.js';
 import { installSessionSecret } from './plugins/session-secret.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
-import { clientErrorAnswer, installProblemHandlers } from './plugins/problems.js';
+import { clientErrorAnswer, frameworkErrors, installProblemHandlers } from './plugins/problems.js';
 import { collectRoutes, openApiDocument, type CompilersFactory } from './openapi.js';
 import { installReadings } from './plugins/reading.js';
 import { Readings } from '../reading.js';
@@ -60,6 +60,8 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
     // the rest. Headers stay within Node's default 16 KiB (431 beyond).
     requestTimeout: 15_000,
     keepAliveTimeout: 5_000,
+    // what the router refuses before any route (a URL that does not decode, a path parameter past maxParamLength)
+    frameworkErrors,
     clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:net').Socket) {
       answerClientError(deps, err, socket);
     },

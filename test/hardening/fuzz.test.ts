@@ -4,7 +4,8 @@
  * file of random content beside it, a FAKE CRI runtime and a FAKE API server
  * serving the same pods.
  *
- * Pass: never a 5xx, never the canary's content (nor a secret of the fake node)
+ * Pass: never a 5xx, every error answer problem+json with its code of the one table
+ * (src/errors.ts), never the canary's content (nor a secret of the fake node)
  * in any response or log line, every request answered (a hang guard names the
  * request that never answers), and no leak: the heap used after a full GC
  * grows by less than a bound only a per-request leak exceeds. No RSS figure and
@@ -24,6 +25,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import t from 'tap';
+import { ERROR_TYPES, type ErrorCode } from '../../src/errors.js';
 import { mapLimit } from '../../src/lib/concurrency.js';
 import { makeFakeScaleHost } from '../fixtures/fake-node.js';
 import { testApp } from '../helpers/app.js';
@@ -126,9 +128,20 @@ function check(req: FuzzRequest, status: number, body: string, ms: number): void
   // header): the fuzz runs 64 windowed requests at once, so it meets it by design
   const shed = status === 503 && body.includes('"type":"https://nodetruth.dev/problems/overloaded"');
   if (status >= 500 && !shed) failures.push({ url: short(req.url), why: `status ${status}: ${body.slice(0, 300)}` });
+  if (status >= 400 && !fromTable(body, status)) failures.push({ url: short(req.url), why: `an error answer without its code of the table: ${status} ${body.slice(0, 300)}` });
   if (body.includes(host.canaryContent)) failures.push({ url: short(req.url), why: 'canary content in the response' });
   for (const s of host.secrets) if (body.includes(s)) failures.push({ url: short(req.url), why: `secret ${s} in the response` });
   if (ms > slowest.ms) slowest = { ms, url: short(req.url) };
+}
+
+/** An error answer is problem+json whose `code` is in the one table, with that code's status. */
+function fromTable(body: string, status: number): boolean {
+  try {
+    const p = JSON.parse(body) as { code?: string; status?: number };
+    return typeof p.code === 'string' && Object.hasOwn(ERROR_TYPES, p.code) && ERROR_TYPES[p.code as ErrorCode].status === status && p.status === status;
+  } catch {
+    return false;
+  }
 }
 
 /** The agent's log so far must hold neither canary nor secrets; then it is dropped (it would grow with 100 KB params). */

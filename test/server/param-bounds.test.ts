@@ -80,3 +80,15 @@ t.test('a value within the bounds passes validation', async (t) => {
   const r = await get(`/v1/kernel?tailLines=${MAX_KERNEL_TAIL}&limitBytes=${KERNEL_LIMITS.maxLimitBytes}&sinceSeq=0`);
   t.not(r.status, 400, `${r.status} ${(await r.text()).slice(0, 200)}`);
 });
+
+t.test("what the router refuses before any route: problem+json with the table's code", async (t) => {
+  const bad = await get('/v1/containers/%f2.ee/namespaces');
+  t.equal(bad.status, 400);
+  t.match(bad.headers.get('content-type'), /^application\/problem\+json/);
+  t.match(await bad.json(), { status: 400, code: 'malformed_request', detail: /percent-encoding/ });
+  // past maxParamLength (16 KiB): over HTTP the header bound (431) comes first, so through inject
+  const long = await a.app.inject(`/v1/containers/${'a'.repeat(17 * 1024)}`);
+  t.equal(long.statusCode, 414);
+  t.match(long.json(), { status: 414, code: 'uri_too_long', title: 'URI too long' });
+  t.ok(long.json().detail.length < 200, 'the detail does not echo the path');
+});

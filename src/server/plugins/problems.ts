@@ -19,6 +19,22 @@ export function installProblemHandlers(app: FastifyInstance): void {
   app.setNotFoundHandler((req, reply) => sendProblem(req, reply, new Problem('no_route', `no route ${req.method} ${req.url.split('?')[0]}; see /openapi.json`)));
 }
 
+/**
+ * fastify's `frameworkErrors`: what its router refuses before any route or hook (a URL
+ * fastify cannot decode, a path parameter past maxParamLength), from the same table.
+ * The detail does not echo the path: it is what was too long or malformed.
+ */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  const detail =
+    err.code === 'FST_ERR_BAD_URL'
+      ? 'the URL is not valid: a percent-encoding that does not decode'
+      : err.code === 'FST_ERR_MAX_PARAM_LENGTH'
+        ? 'a path parameter is longer than the router reads (16 KiB)'
+        : 'the request was refused before any route saw it';
+  const status = err.statusCode ?? 400;
+  sendProblem(req, reply, new Problem(status >= 500 ? 'internal_error' : (FASTIFY_4XX[status] ?? 'malformed_request'), detail));
+}
+
 /** fastify's own refusals by status; any other 4xx of fastify's is a malformed request. */
 const FASTIFY_4XX: Record<number, ErrorCode> = { 404: 'no_route', 413: 'content_too_large', 414: 'uri_too_long', 415: 'unsupported_media_type' };
 
