@@ -42,7 +42,8 @@ const EXIT_ANYWAY_MS = 4700;
 
 async function serve(argv: string[]): Promise<void> {
   const { config } = loadConfig(argv);
-  const [{ createLogger }, { buildApp }, { closeSources, createSources }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources.js')]);
+  // the server and GET /v1/bundle, registered from bundle/ (the capture itself loads on its first request)
+  const [{ createLogger }, { buildApp }, { closeSources, createSources }, { LIVE_ROUTES }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources.js'), import('./bundle/route.js')]);
   const log = createLogger(config);
   const shutdown = new AbortController();
   const sources = createSources(config, log);
@@ -84,7 +85,7 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
-  app = await buildApp(sources, { shutdown: shutdown.signal });
+  app = await buildApp(sources, { shutdown: shutdown.signal, routes: LIVE_ROUTES });
   await app.listen({ host: config.listen.host, port: config.listen.port });
   // from here on no error can end the agent: it is logged and counted (src/process-guard.ts);
   // one before this line is a start-up failure and exits non-zero

@@ -19,6 +19,7 @@ import { durationWithin } from '../validate.js';
 import { captureBundle, type CaptureFigures } from './capture.js';
 import { DEFAULT_MAX_BYTES, DEFAULT_READ_MAX_BYTES, defaultBundleName, parseSize, SINCE, SINCE_TEXT, type Manifest } from './format.js';
 import { readBundle, BundleError } from './read.js';
+import { LIVE_ROUTES } from './route.js';
 import { bundleBanner, buildBundleApp, parseStoredTriage } from './serve.js';
 
 export const CAPTURE_USAGE = `Usage: nodetruth capture [source flags of serve] [-o FILE] [--since 1h] [--max-size 64MiB]
@@ -43,7 +44,7 @@ export async function captureMain(argv: string[], io = { stderr: process.stderr 
   const log = createLogger({ logLevel: process.env.NODETRUTH_LOG_LEVEL ? config.logLevel : 'warn' }, pino.destination({ fd: 2, sync: true }));
   const shutdown = new AbortController();
   const deps = createSources(config, log);
-  const app = await buildApp(deps, { shutdown: shutdown.signal, tls: null });
+  const app = await buildApp(deps, { shutdown: shutdown.signal, tls: null, routes: LIVE_ROUTES });
   try {
     await app.ready();
     // 'wx': an existing file is never overwritten

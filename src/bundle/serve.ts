@@ -2,9 +2,11 @@
  * `nodetruth serve --bundle FILE`: the HTTP API answered from a bundle, offline and
  * read-only. Every captured route gives back its stored answer: the status, the
  * content type and the body byte for byte (the `?format=text` tables are stored
- * too, so they are identical). The real plugins stand in front, as in
- * src/server/app.ts: problem+json errors, the audit line, the Host check (and
- * --auth kubernetes when asked), the request deadline, the text-format hook.
+ * too, so they are identical). The app is the agent's own (the one builder,
+ * src/server/app.ts buildApp) with this route table: every bound and plugin of the
+ * live agent stands in front (problem+json errors, the audit line, the Host check and
+ * --auth kubernetes when asked, the request deadline, the text format, connection
+ * bounds); no reading of this machine is made.
  *
  * A bundle is data, never code: it may come from anyone, made by anything.
  * - Routing is the agent's own: the GET routes of the app buildApp makes (its route
@@ -31,23 +33,17 @@
  * /readyz and /healthz are this server's own: they say it serves a bundle, of which
  * node, captured when, by which version.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { Problem, problemOf } from '../errors.js';
 import { escapeTerminal } from '../format.js';
 import type { TriageReport } from '../model/triage.js';
-import { loadKubeClient } from '../readers/kube/api.js';
 import { VERSION } from '../version.js';
-import { buildApp, routeTableOf, type AppDeps } from '../server/app.js';
-import { installAuditLog } from '../server/plugins/audit.js';
-import { installAuth, installHostCheck } from '../server/plugins/auth.js';
-import { clientErrorAnswer, installProblemHandlers, sendProblem } from '../server/plugins/problems.js';
+import { buildApp, routeTableOf, type AppDeps, type RouteTable } from '../server/app.js';
+import { sendProblem } from '../server/plugins/problems.js';
 import { MAX_CANDIDATES, onlyMatch } from '../readers/cri/ids.js';
 import { isSourceError } from '../readers/errors.js';
-import { installTextFormat, wantsText } from '../server/plugins/text-format.js';
-import { installRequestDeadline, SHUTDOWN_GRACE_MS } from '../server/request-signal.js';
+import { wantsText } from '../server/plugins/text-format.js';
 import { routeKey } from './format.js';
 import type { Bundle, StoredAnswer } from './read.js';
 
@@ -139,7 +135,7 @@ export function refusalOf(key: string, a: StoredAnswer): string | null {
 }
 
 /** The GET routes of the app buildApp makes over `deps`: the agent's own route table (built, read, closed; never served). */
-async function agentRoutes(deps: AppDeps): Promise<string[]> {
+async function agentRouteUrls(deps: AppDeps): Promise<string[]> {
   // auth none: this app only lists its routes; the bundle app installs the real auth
   const live = await buildApp({ ...deps, config: { ...deps.config, auth: 'none' } }, { shutdown: deps.shutdown, tls: null });
   try {
@@ -182,38 +178,15 @@ class IdIndex {
 }
 
 export async function buildBundleApp(bundle: Bundle, deps: AppDeps): Promise<FastifyInstance> {
-  const m = bundle.manifest;
-  const routeUrls = await agentRoutes(deps);
-  const app = Fastify({
-    loggerInstance: deps.log as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
-    requestTimeout: 15_000,
-    keepAliveTimeout: 5_000,
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
-    clientErrorHandler: answerClientError,
-  });
-  app.server.headersTimeout = 10_000;
-  app.server.maxConnections = deps.config.maxConnections;
-  // first on every request the HTTP server sees, whatever answers it (fastify's own 503 while closing included)
-  app.server.prependListener('request', (_req: IncomingMessage, res: ServerResponse) => {
-    for (const [k, v] of Object.entries(INERT_HEADERS)) res.setHeader(k, v);
-  });
-  installProblemHandlers(app);
-  installRequestDeadline(app, { timeoutMs: deps.config.requestTimeout, shutdown: deps.shutdown, shutdownGraceMs: SHUTDOWN_GRACE_MS });
-  installAuditLog(app);
-  installTextFormat(app);
-  installHostCheck(app, deps);
-  if (deps.config.auth === 'kubernetes') await loadKubeClient();
-  installAuth(app, deps);
+  const routeUrls = await agentRouteUrls(deps);
   // every answer says where it comes from, without touching the stored body; and is inert
-  const origin = visible(`${m.node} captured ${m.capturedAt}`);
-  app.addHook('onSend', async (_req, reply, payload) => {
-    reply.headers(INERT_HEADERS);
-    reply.header('x-nodetruth-bundle', origin);
-    return payload;
-  });
+  const origin = visible(`${bundle.manifest.node} captured ${bundle.manifest.capturedAt}`);
+  return buildApp(deps, { shutdown: deps.shutdown, routes: [bundleTable(bundle, routeUrls)], headers: { ...INERT_HEADERS, 'x-nodetruth-bundle': origin }, readings: false });
+}
 
+/** serve --bundle's routes: its own /healthz, /readyz and /v1/bundle, and the agent's routes answered from the bundle. */
+const bundleTable = (bundle: Bundle, routeUrls: string[]): RouteTable => async (app, deps, { tls }) => {
+  const m = bundle.manifest;
   // the stored answers the agent could have given, by route key; the others with the reason they are refused
   const answers = new Map<string, StoredAnswer>();
   const refused = new Map<string, string>();
@@ -251,7 +224,7 @@ export async function buildBundleApp(bundle: Bundle, deps: AppDeps): Promise<Fas
         }),
       },
     },
-    async () => ({ status: 'ready', bundle: info, sources: readiness, tls: { enabled: false } }),
+    async () => ({ status: 'ready', bundle: info, sources: readiness, tls: { enabled: tls() !== null } }),
   );
 
   const ids = { pods: [] as string[], containers: [] as string[] };
@@ -283,8 +256,7 @@ export async function buildBundleApp(bundle: Bundle, deps: AppDeps): Promise<Fas
   };
   // the agent's routes, matched by fastify's router as on the live agent; anything else is the not-found handler's 404
   for (const u of routeUrls) app.get(u, replay);
-  return app;
-}
+};
 
 /** An id prefix in /v1/pods/X or /v1/containers/X, resolved as the live agent does: unique → the full id; else 404 / 409. */
 function resolvePrefix(url: string, index: { pods: IdIndex; containers: IdIndex }): { url: string } | { problem: Problem } {
@@ -304,11 +276,4 @@ function resolvePrefix(url: string, index: { pods: IdIndex; containers: IdIndex 
     if (isSourceError(err)) return { problem: problemOf(err) };
     throw err;
   }
-}
-
-/** What the HTTP parser refused before it was a request: as fastify answers it, with the inert headers, then the socket is closed. */
-function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  if (socket.writable) socket.write(clientErrorAnswer(err, 'the request is not one this server reads', INERT_HEADERS).raw);
-  socket.destroy();
 }

@@ -23,7 +23,7 @@ import { nodeRoutes } from './routes/node.js';
 import { processRoutes } from './routes/processes.js';
 import { runtimeRoutes } from './routes/runtime.js';
 import { triageRoutes } from './routes/triage.js';
-import { bundleRoutes } from './routes/bundle.js';
+import { timelineRoutes } from './routes/timeline.js';
 import { loadTls, watchTlsFiles, type TlsMaterial } from './tls.js';
 
 export type App = FastifyInstance;
@@ -37,13 +37,37 @@ export interface AppDeps extends Sources {
 const routeTables = new WeakMap<object, readonly RouteOptions[]>();
 export const routeTableOf = (app: App): readonly RouteOptions[] => routeTables.get(app) ?? [];
 
+/** What a route table is given besides the app: the TLS in use, and every route of the app (for /openapi.json). */
+export interface RouteContext {
+  tls: () => TlsMaterial | null;
+  routes: readonly RouteOptions[];
+}
 /**
- * The HTTP API over `sources` (src/sources.ts createSources). Listening is the caller's business.
- * `opts.shutdown` is the process's: aborted when it stops. TLS (src/server/tls.ts) comes from the
- * config unless `opts.tls` gives it (null: plain HTTP).
+ * Routes an app serves: the agent's own (agentRoutes), GET /v1/bundle (registered by bundle/,
+ * which builds on the server and never the other way), serve --bundle's replay of a bundle.
  */
-export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; tls?: TlsMaterial | null }): Promise<App> {
+export type RouteTable = (app: App, deps: AppDeps, ctx: RouteContext) => Promise<void>;
+
+export interface AppOptions {
+  /** the process's: aborted when it stops */
+  shutdown: AbortSignal;
+  /** from the config (src/server/tls.ts) unless given; null: plain HTTP */
+  tls?: TlsMaterial | null;
+  /** the route tables served, in order (default: the agent's own) */
+  routes?: readonly RouteTable[];
+  /** headers every answer carries: the HTTP parser's refusals and fastify's own 503 while closing too */
+  headers?: Readonly<Record<string, string>>;
+  /** answers come from readings of the node (default); false for an app that reads no node (serve --bundle) */
+  readings?: boolean;
+}
+
+/**
+ * The one app builder: the HTTP API over `sources` (src/sources.ts createSources) with every
+ * bound, hook and plugin in front of the route tables `opts.routes`. Listening is the caller's business.
+ */
+export async function buildApp(sources: Sources, opts: AppOptions): Promise<App> {
   const deps: AppDeps = { ...sources, shutdown: opts.shutdown };
+  const headers = opts.headers ?? {};
   const tls = opts.tls === undefined ? await loadTls(deps.config, deps.log) : opts.tls;
   const app = Fastify({
     // typed as plain HTTP either way: an https.Server is one to everything here
@@ -63,7 +87,7 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
     // what the router refuses before any route (a URL that does not decode, a path parameter past maxParamLength)
     frameworkErrors,
     clientErrorHandler(err: NodeJS.ErrnoException, socket: import('node:net').Socket) {
-      answerClientError(deps, err, socket);
+      answerClientError(deps, err, socket, headers);
     },
     // long IDs must reach validation and get a 400, not a 404
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 16 * 1024 },
@@ -76,6 +100,16 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
   app.server.headersTimeout = 10_000;
   // beyond this, Node closes new connections at once (no answer: there is nothing to spare for one)
   app.server.maxConnections = deps.config.maxConnections;
+  if (Object.keys(headers).length > 0) {
+    // first on every request the HTTP server sees, whatever answers it; and again on every reply
+    app.server.prependListener('request', (_req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse) => {
+      for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+    });
+    app.addHook('onSend', async (_req, reply, payload) => {
+      reply.headers(headers);
+      return payload;
+    });
+  }
 
   // every route from here on, for /openapi.json (built on its first request: src/server/openapi.ts)
   const routes = collectRoutes(app);
@@ -98,7 +132,7 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
   installAuth(app, deps);
   installLoadShed(app); // after auth: a refused request never takes a slot
   // after the load shedder: an admitted request enters its reading; after the text format, whose answers it shares
-  installReadings(app, new Readings(deps.config.maxAge));
+  if (opts.readings !== false) installReadings(app, new Readings(deps.config.maxAge));
   // drain timeout and bytes in flight; its onSend after the readings', which makes the Buffer
   installConnectionBounds(app, { drainTimeoutMs: deps.config.drainTimeout });
 
@@ -106,7 +140,13 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
     const watch = watchTlsFiles(tls, (key, cert) => (app.server as unknown as TlsServer).setSecureContext({ key, cert, minVersion: 'TLSv1.2' }), deps.log);
     app.addHook('onClose', async () => watch.stop());
   }
-  await app.register(healthRoutes, { deps, tls: () => tls });
+  for (const table of opts.routes ?? [agentRoutes]) await table(app, deps, { tls: () => tls, routes });
+  return app;
+}
+
+/** The agent's own routes over the live node, and /openapi.json of every route the app has. */
+export const agentRoutes: RouteTable = async (app, deps, { tls, routes }) => {
+  await app.register(healthRoutes, { deps, tls });
   await app.register(runtimeRoutes, { deps });
   await app.register(cgroupRoutes, { deps });
   await app.register(processRoutes, { deps });
@@ -114,9 +154,8 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
   await app.register(driftRoutes, { deps });
   await app.register(metricsRoutes, { deps });
   await app.register(triageRoutes, { deps });
+  await app.register(timelineRoutes, { deps });
   await app.register(logRoutes, { deps });
-  await app.register(bundleRoutes, { deps });
-
   let openapi: Promise<unknown> | null = null;
   app.get('/openapi.json', { schema: { hide: true } }, async () =>
     (openapi ??= openApiDocument(routes).catch((err: unknown) => {
@@ -124,17 +163,16 @@ export async function buildApp(sources: Sources, opts: { shutdown: AbortSignal; 
       throw err;
     })),
   );
-  return app;
-}
+};
 
 /**
  * What the HTTP parser refused before it was a request (431 headers too large, 408
  * too slow, 400 malformed): a problem+json answer and its audit line, then the
  * socket is closed (fastify's default answers plain JSON and logs nothing).
  */
-function answerClientError(deps: AppDeps, err: NodeJS.ErrnoException, socket: import('node:net').Socket): void {
+function answerClientError(deps: AppDeps, err: NodeJS.ErrnoException, socket: import('node:net').Socket, headers: Readonly<Record<string, string>>): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const { problem, raw } = clientErrorAnswer(err);
+  const { problem, raw } = clientErrorAnswer(err, undefined, { ...headers });
   auditClientError(deps.log as unknown as App['log'], problem.status, err.code ?? 'unknown', socket.remoteAddress);
   if (socket.writable) socket.write(raw);
   socket.destroy();

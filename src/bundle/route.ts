@@ -1,13 +1,13 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { Problem } from '../../errors.js';
-import type { CaptureFigures } from '../../bundle/capture.js';
-import { DEFAULT_MAX_BYTES, defaultBundleName, parseSize, SINCE, SINCE_TEXT, type Manifest } from '../../bundle/format.js';
-import { durationWithin } from '../../validate.js';
-import type { AppDeps } from '../app.js';
-import { exemptFromDeadline, requestSignal } from '../request-signal.js';
-import { query } from '../schemas.js';
+import { Problem } from '../errors.js';
+import { agentRoutes, type AppDeps, type RouteTable } from '../server/app.js';
+import { exemptFromDeadline, requestSignal } from '../server/request-signal.js';
+import { query } from '../server/schemas.js';
+import { durationWithin } from '../validate.js';
+import type { CaptureFigures } from './capture.js';
+import { DEFAULT_MAX_BYTES, defaultBundleName, parseSize, SINCE, SINCE_TEXT, type Manifest } from './format.js';
 
 const since = z
   .string()
@@ -37,7 +37,7 @@ const maxSize = z
   });
 
 /**
- * GET /v1/bundle: the node captured as a streamed tar.gz (src/bundle/capture.ts),
+ * GET /v1/bundle: the node captured as a streamed tar.gz (capture.ts),
  * behind the same auth as every route: the capture calls the routes with the
  * caller's own Authorization, so a bundle holds what that caller may read. One at
  * a time (a capture reads the whole node); exempt from --request-timeout (it
@@ -45,7 +45,7 @@ const maxSize = z
  * goes away (or stops reading past --drain-timeout) or the agent stops. The slot is
  * given back when the capture has ended, however it ended.
  */
-export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
+const bundlePlugin: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   let running = false;
   app.get(
     '/v1/bundle',
@@ -54,10 +54,11 @@ export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
         summary: 'A streamed tar.gz capture of the node: every read route\'s answer, the raw evidence, manifest.json; `nodetruth serve --bundle FILE` answers this API from it',
         querystring: query({ since: since.describe('journal since (default 1h)'), maxSize: maxSize.describe('size budget, uncompressed (default 64MiB)') }),
       },
+      config: { answer: 'a tar.gz stream (application/gzip), with a Content-Disposition file name' },
     },
     async (req, reply) => {
       // the capture and tar code is loaded on the first request, not before the agent listens: start-up does not pay for it
-      const { captureBundle } = await import('../../bundle/capture.js');
+      const { captureBundle } = await import('./capture.js');
       if (running) throw new Problem('capture_running', 'a capture is already running; one at a time', undefined, 10);
       running = true;
       exemptFromDeadline(req);
@@ -88,3 +89,11 @@ export const bundleRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app
     },
   );
 };
+
+/** GET /v1/bundle, as a route table of the one app builder: the server knows nothing of bundles. */
+export const bundleRoute: RouteTable = async (app, deps) => {
+  await app.register(bundlePlugin, { deps });
+};
+
+/** The live agent's routes: the server's own and GET /v1/bundle (serve, capture and the tests build the app with these). */
+export const LIVE_ROUTES: readonly RouteTable[] = [agentRoutes, bundleRoute];
