@@ -32,11 +32,18 @@ export function discoveredEndpoint(hostRoot: string): EndpointChoice | null {
   return chosen.get(path.resolve(hostRoot)) ?? null;
 }
 
+const realRoots = new Map<string, string>();
+const realRoot = (hostRoot: string): string => {
+  let r = realRoots.get(hostRoot);
+  if (r === undefined) realRoots.set(hostRoot, (r = realpathSync(hostRoot)));
+  return r;
+};
+
 /** Read a host file synchronously, inside the root, at most `max` bytes; null when absent, refused or too large. */
 export function readHostFileSync(hostRoot: string, hostPath: string, max: number): string | null {
   let real: string;
   try {
-    const root = realpathSync(hostRoot);
+    const root = realRoot(hostRoot);
     real = realpathSync(path.join(root, hostPath));
     if (real !== root && !real.startsWith(root === '/' ? '/' : `${root}/`)) return null;
   } catch {
@@ -66,6 +73,32 @@ export function readHostFileSync(hostRoot: string, hostPath: string, max: number
   }
 }
 
+/** A file directly in /proc/<pid> (or its task dir) under the root: the pid directory must be a real directory, the file no link; bounded. */
+function readProcFileSync(hostRoot: string, rel: string, max: number): string | null {
+  const [pid] = rel.split('/');
+  const dir = path.join(realRoot(hostRoot), 'proc', pid!);
+  try {
+    if (!lstatSync(dir).isDirectory()) return null;
+  } catch {
+    return null;
+  }
+  let fd: number;
+  try {
+    fd = openSync(path.join(realRoot(hostRoot), 'proc', rel), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    const buf = Buffer.alloc(max);
+    const n = readSync(fd, buf, 0, max, null);
+    return buf.toString('utf8', 0, n);
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** pids of processes with this comm, at most `limit`; a /proc/<pid> that is a link is skipped. */
 function pidsNamed(hostRoot: string, comms: readonly string[], limit: number): Array<{ pid: number; comm: string }> {
   const out: Array<{ pid: number; comm: string }> = [];
@@ -77,13 +110,8 @@ function pidsNamed(hostRoot: string, comms: readonly string[], limit: number): A
   }
   for (const name of names.slice(0, NODE_OS_LIMITS.maxProcEntries)) {
     if (!/^\d{1,10}$/.test(name)) continue;
-    const comm = readHostFileSync(hostRoot, `/proc/${name}/comm`, 64)?.trim();
+    const comm = readProcFileSync(hostRoot, `${name}/comm`, 64)?.trim();
     if (comm === undefined || !comms.includes(comm)) continue;
-    try {
-      if (!lstatSync(path.join(hostRoot, 'proc', name)).isDirectory()) continue;
-    } catch {
-      continue;
-    }
     out.push({ pid: Number(name), comm });
     if (out.length >= limit) break;
   }
@@ -99,7 +127,7 @@ function anyThreadStuck(hostRoot: string, pid: number): boolean {
     tasks = [String(pid)];
   }
   for (const t of tasks) {
-    const stat = readHostFileSync(hostRoot, `/proc/${pid}/task/${t}/stat`, 4096) ?? (t === String(pid) ? readHostFileSync(hostRoot, `/proc/${pid}/stat`, 4096) : null);
+    const stat = readProcFileSync(hostRoot, `${pid}/task/${t}/stat`, 4096) ?? (t === String(pid) ? readProcFileSync(hostRoot, `${pid}/stat`, 4096) : null);
     if (stat && / D /.test(stat.slice(stat.lastIndexOf(')') + 1, stat.lastIndexOf(')') + 4))) return true;
   }
   return false;
@@ -107,7 +135,7 @@ function anyThreadStuck(hostRoot: string, pid: number): boolean {
 
 function argvOf(hostRoot: string, pid: number): string[] | null {
   if (anyThreadStuck(hostRoot, pid)) return null;
-  const text = readHostFileSync(hostRoot, `/proc/${pid}/cmdline`, 64 * 1024);
+  const text = readProcFileSync(hostRoot, `${pid}/cmdline`, 64 * 1024);
   if (!text) return null;
   return text.split('\0').filter((a, i, all) => a !== '' || i < all.length - 1).slice(0, NODE_OS_LIMITS.maxArgs);
 }
