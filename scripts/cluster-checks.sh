@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The end-to-end checks against real Kubernetes components (scripts/dev-cluster.sh), per
+# guest suite: up, check, attach-check with the release's kubectl (and again with the
+# machine's own kubectl when it has one), daemonset-check, drift-check, then down. A suite
+# whose `up` fails skips its checks; every check runs even when an earlier one failed; the
+# cluster is always taken down (trap). Exits non-zero when anything failed.
+#
+#   bash scripts/cluster-checks.sh                 # the sid guest
+#   NODETRUTH_CLUSTER_SUITES="bookworm sid" bash scripts/cluster-checks.sh
+#
+# The binaries come from scripts/kube-build.sh (cached; cold 10–26 min on 2 cores):
+# scripts/test.sh starts that build early, in the background.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUITES=${NODETRUTH_CLUSTER_SUITES:-sid}
+DC=(bash scripts/dev-cluster.sh)
+failed=()
+trap '"${DC[@]}" down >/dev/null 2>&1 || true' EXIT
+
+now() { date +%s; }
+step() { # step SUITE NAME ARGS...: one dev-cluster.sh subcommand, timed, its failure recorded
+  local suite=$1 name=$2 t0 rc
+  shift 2
+  t0=$(now)
+  echo "# cluster-checks: $suite: $name"
+  set +e
+  "${DC[@]}" "$@"
+  rc=$?
+  set -e
+  echo "# cluster-checks: $suite: $name exit $rc after $(($(now) - t0)) s"
+  ((rc == 0)) || failed+=("$suite:$name")
+  return "$rc"
+}
+
+t_all=$(now)
+for suite in $SUITES; do
+  if step "$suite" up up --suite "$suite"; then
+    step "$suite" check check || true
+    step "$suite" attach-check attach-check || true
+    own=$(command -v kubectl || true)
+    if [[ -n $own && $(realpath "$own") != "$(realpath "$(cat "${NODETRUTH_DEV_CLUSTER_DIR:-.dev-cluster}/bin" 2>/dev/null)/kubectl" 2>/dev/null)" ]]; then
+      step "$suite" "attach-check (own kubectl $own)" attach-check --kubectl "$own" || true
+    fi
+    step "$suite" daemonset-check daemonset-check || true
+    step "$suite" drift-check drift-check || true
+  fi
+  step "$suite" down down || true
+done
+echo "# cluster-checks: $SUITES in $(($(now) - t_all)) s"
+if ((${#failed[@]})); then
+  echo "# cluster-checks FAILED: ${failed[*]}"
+  exit 1
+fi
+echo "# cluster-checks: all passed"
