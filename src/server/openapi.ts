@@ -37,7 +37,7 @@ export async function openApiDocument(routes: readonly RouteOptions[]): Promise<
         info: {
           title: 'nodetruth',
           version: VERSION,
-          description: `Read-only view of a Kubernetes node below the API server: CRI runtime, cgroup v2, /proc, journal, kernel log.\n\nErrors are application/problem+json; a source's failure carries a stable \`code\`:\n${problemCodesDescription()}`,
+          description: `Read-only view of a Kubernetes node below the API server: CRI runtime, cgroup v2, /proc, journal, kernel log.\n\nErrors are application/problem+json; every one carries a stable \`code\` of this table:\n${problemCodesDescription()}`,
         },
       },
       transform: jsonSchemaTransform,
