@@ -27,7 +27,12 @@ export interface TimelineQuery {
   limit: number;
   /** every record of the journal units, not only the notable ones */
   verbose: boolean;
+  /** µs since the epoch when asked: a record stamped later than FUTURE_SLACK_US past it has no usable time */
+  nowUs: number;
 }
+
+/** A record may be stamped this far ahead of the agent's clock (clocks of one node disagree a little); later is not a time. */
+const FUTURE_SLACK_US = 60_000_000;
 
 export const TIMELINE_LIMITS = {
   defaultLimit: 500,
@@ -68,7 +73,7 @@ export const byTime = (a: Timed, b: Timed): number => a.us - b.us || a.seq - b.s
  */
 export class SourceEvents {
   private readonly items: Timed[] = [];
-  /** records whose time was absent or not a time */
+  /** records whose time was absent, not a time, or later than now */
   untimed = 0;
   dropped = 0;
 
@@ -76,12 +81,15 @@ export class SourceEvents {
 
   /** `event` without its time: every time is written from `us` alike (RFC 3339, µs, UTC) */
   add(us: number | null, seq: number, event: () => Omit<TimelineEvent, 'time'>): void {
-    if (us === null || !Number.isFinite(us) || us <= 0) {
+    if (us === null || !Number.isFinite(us) || us <= 0 || us > this.q.nowUs + FUTURE_SLACK_US) {
       this.untimed++;
       return;
     }
     if (us < this.q.sinceUs || us > this.q.untilUs) return;
-    const e: TimelineEvent = { time: formatMicros(us), ...event() };
+    const time = formatMicros(us);
+    // time first in the record, and from `us` whatever the factory gave
+    const e: TimelineEvent = { time, ...event() };
+    e.time = time;
     if (this.q.pods && !podMatches(this.q.pods, e.pod)) return;
     this.items.push({ us, seq, event: e });
   }
