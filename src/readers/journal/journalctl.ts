@@ -96,11 +96,10 @@ export class JournalSource {
 
   /** Compile the pattern with the same journalctl (PCRE2) against no journal: "Bad pattern" → bad_parameter. */
   async checkPattern(pattern: string, signal?: AbortSignal): Promise<void> {
-    const cmd = await this.resolve();
-    const args = cmd.args.map((a) => (a.startsWith('--root=') ? '--root=/nonexistent-nodetruth' : a));
-    const { stderr } = await this.probe(cmd.file, [...args, '--quiet', '--lines=0', `--grep=${pattern}`], 5000, signal);
-    if (signal?.aborted) return;
-    classifyStderr(stderr, 0, { pattern, boot: null });
+    const noJournal = (a: string) => (a.startsWith('--root=') ? '--root=/nonexistent-nodetruth' : a);
+    const r = await this.collect(['--quiet', '--lines=0', `--grep=${pattern}`], { deadlineMs: 5000, maxBytes: 64 * 1024 }, signal, () => true, noJournal);
+    if (signal?.aborted || r.code === null) return;
+    classifyStderr(r.stderr, 0, { pattern, boot: null });
   }
 
   /** Run a bounded, non-follow query and collect the records. */
@@ -130,11 +129,18 @@ export class JournalSource {
    * The one non-follow runner: journalctl with `args` after the command's own, its export
    * output parsed entry by entry, no byte past `maxBytes` parsed, killed at `deadlineMs`
    * or when `signal` aborts, and reaped before this returns; counted against maxChildren.
-   * `code` is null when nothing was started (the signal had aborted).
+   * `code` is null when nothing was started (the signal had aborted). `leading` rewrites
+   * each of the command's own leading arguments (its --root).
    */
-  private async collect(args: string[], bounds: { deadlineMs: number; maxBytes: number }, signal: AbortSignal | undefined, onEntry: (e: ExportEntry) => boolean | void): Promise<{ code: number | null; stderr: string; truncated: JournalResult['truncated']; command: string[] }> {
+  private async collect(
+    args: string[],
+    bounds: { deadlineMs: number; maxBytes: number },
+    signal: AbortSignal | undefined,
+    onEntry: (e: ExportEntry) => boolean | void,
+    leading: (a: string) => string = (a) => a,
+  ): Promise<{ code: number | null; stderr: string; truncated: JournalResult['truncated']; command: string[] }> {
     const cmd = await this.resolve();
-    const argv = [...cmd.args, ...args];
+    const argv = [...cmd.args.map(leading), ...args];
     const command = [cmd.file, ...argv];
     // nobody is waiting for the answer any more: start nothing
     if (signal?.aborted) return { code: null, stderr: '', truncated: null, command };
@@ -224,31 +230,6 @@ export class JournalSource {
       await exited(child);
     } finally {
       clearTimeout(t);
-    }
-  }
-
-  private async probe(file: string, argv: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ code: number; stderr: string }> {
-    if (signal?.aborted) return { code: 0, stderr: '' };
-    const release = this.slot();
-    let child: ChildProcess;
-    try {
-      child = this.spawn(file, argv);
-    } catch (err) {
-      release();
-      throw err;
-    }
-    const stderr = collectStderr(child);
-    child.stdout!.resume();
-    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    const onAbort = () => child.kill('SIGKILL');
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const code = await exited(child);
-      return { code, stderr: stderr() };
-    } finally {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', onAbort);
-      await this.reap(child).finally(release);
     }
   }
 }
