@@ -4,7 +4,9 @@
  * FAKE CRI runtime in its own process (readiness asks the runtime, so gRPC and the CRI coders
  * are on the path). Per start also the agent's CPU time until that 200 (user + system from
  * /proc/<pid>/stat: steadier than wall time on a shared machine) and its RSS 2 s later with no
- * other request. No flags, no NODE_OPTIONS: as a user runs it by hand.
+ * other request, with its anonymous part (smaps_rollup): the rest is mostly the node binary's
+ * touched pages, ~5 MiB more once V8 has compiled anything with TurboFan (bench/RESULTS.md).
+ * No flags, no NODE_OPTIONS: as a user runs it by hand.
  *
  * Variants, interleaved in one run (order reversed every other round), per size:
  *   tsc            `node dist/cli.js serve`        (tsc's output: one file per module)
@@ -51,6 +53,7 @@ const tscCache = newCache(); // filled by the warm-up start below
 const bundleCache = newCache();
 execFileSync(process.execPath, [BUNDLE, 'version'], { env: { ...process.env, NODE_COMPILE_CACHE: bundleCache }, stdio: ['ignore', 'ignore', 'inherit'] });
 
+const anonBytes = (pid: number) => Number(/^Anonymous:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1] ?? NaN) * 1024;
 const cpuMs = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -65,7 +68,7 @@ const variants: Variant[] = [
   { name: 'bundle+cache', entry: BUNDLE, env: { NODE_COMPILE_CACHE: bundleCache } },
 ];
 
-async function start(v: Variant, host: { root: string; kmsg: string }, criEndpoint: string): Promise<{ ms: number; cpu: number; rss: number; readyz: unknown }> {
+async function start(v: Variant, host: { root: string; kmsg: string }, criEndpoint: string): Promise<{ ms: number; cpu: number; rss: number; anon: number; readyz: unknown }> {
   const port = await freePort();
   const env = { ...process.env, ...v.env };
   delete env.NODE_OPTIONS;
@@ -84,7 +87,7 @@ async function start(v: Variant, host: { root: string; kmsg: string }, criEndpoi
     const cpu = cpuMs(child.pid!);
     const readyz = await (await fetch(`http://127.0.0.1:${port}/readyz`)).json();
     await new Promise((r) => setTimeout(r, SETTLE_MS));
-    return { ms, cpu, rss: rssBytes(child.pid!), readyz };
+    return { ms, cpu, rss: rssBytes(child.pid!), anon: anonBytes(child.pid!), readyz };
   } finally {
     child.kill('SIGTERM');
     await once(child, 'exit');
@@ -100,7 +103,7 @@ try {
       // page cache warm, as for a pulled image; this start also fills tsc+cache's cache, while
       // the bundle's keeps only what `version` put there
       for (const v of variants) await start(v.name === 'bundle+cache' ? { ...v, env: {} } : v, host, cri.endpoint);
-      const r = new Map(variants.map((v) => [v.name, { ms: [] as number[], cpu: [] as number[], rss: [] as number[] }]));
+      const r = new Map(variants.map((v) => [v.name, { ms: [] as number[], cpu: [] as number[], rss: [] as number[], anon: [] as number[] }]));
       const bare: number[] = [];
       let readyz: unknown;
       for (let i = 0; i < runs; i++) {
@@ -112,6 +115,7 @@ try {
           r.get(v.name)!.ms.push(s.ms);
           r.get(v.name)!.cpu.push(s.cpu);
           r.get(v.name)!.rss.push(s.rss);
+          r.get(v.name)!.anon.push(s.anon);
           readyz = s.readyz;
         }
       }
@@ -119,7 +123,7 @@ try {
       results[String(containers)] = {
         bareNodeMs: round(median(bare)),
         variants: Object.fromEntries(
-          [...r].map(([n, v]) => [n, { msToReadyz: { median: round(median(v.ms), 0), min: round(Math.min(...v.ms), 0), max: round(Math.max(...v.ms), 0) }, cpuMs: { median: median(v.cpu), min: Math.min(...v.cpu) }, rssMiBAfterStart: { median: mib(median(v.rss)), min: mib(Math.min(...v.rss)) } }]),
+          [...r].map(([n, v]) => [n, { msToReadyz: { median: round(median(v.ms), 0), min: round(Math.min(...v.ms), 0), max: round(Math.max(...v.ms), 0) }, cpuMs: { median: median(v.cpu), min: Math.min(...v.cpu) }, rssMiBAfterStart: { median: mib(median(v.rss)), min: mib(Math.min(...v.rss)), max: mib(Math.max(...v.rss)) }, anonMiBAfterStart: { median: mib(median(v.anon)) } }]),
         ),
         bundleOverTsc: { wall: round(med('bundle', 'ms') / med('tsc', 'ms')), cpu: round(med('bundle', 'cpu') / med('tsc', 'cpu')), rss: round(med('bundle', 'rss') / med('tsc', 'rss')) },
         bundleCacheOverTscCache: { wall: round(med('bundle+cache', 'ms') / med('tsc+cache', 'ms')), cpu: round(med('bundle+cache', 'cpu') / med('tsc+cache', 'cpu')), rss: round(med('bundle+cache', 'rss') / med('tsc+cache', 'rss')) },
