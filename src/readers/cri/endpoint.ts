@@ -46,6 +46,8 @@ export function readHostFileSync(hostRoot: string, hostPath: string, max: number
     const root = realRoot(hostRoot);
     real = realpathSync(path.join(root, hostPath));
     if (real !== root && !real.startsWith(root === '/' ? '/' : `${root}/`)) return null;
+    // never open a device or a FIFO a flag names (opening /dev/watchdog arms it): regular files only
+    if (!statSync(real).isFile()) return null;
   } catch {
     return null;
   }
