@@ -19,6 +19,8 @@ Usage:
   nodetruth triage [flags]    one look at the node: findings with evidence; --json for JSON,
                               --window 2s for the CPU throttling sample; exits 0 ok, 1 warning,
                               2 critical, 3 could not run
+  nodetruth timeline [flags]  what happened, oldest first: --since 15m, --until, --pod ns/name,
+                              --source kernel|oom|runtime|journal|kube, --limit, --verbose, --json
   nodetruth capture [flags]   the node into a tar.gz bundle: every route's answer, the raw
                               evidence, manifest.json (-o FILE, --since 1h, --max-size 64MiB)
   nodetruth serve --bundle FILE   the same API answered from a bundle, offline
@@ -107,6 +109,8 @@ async function main(args: string[]): Promise<number> {
       return (await import('./launcher/attach.js')).attachMain(rest);
     case 'triage':
       return wantsBundle(rest) ? (await import('./bundle/cli.js')).triageBundleMain(rest) : (await import('./triage/cli.js')).triageMain(rest);
+    case 'timeline':
+      return (await import('./cli/timeline.js')).timelineMain(rest);
     case 'capture':
       return (await import('./bundle/cli.js')).captureMain(rest);
     case 'version':

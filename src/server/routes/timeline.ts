@@ -1,12 +1,14 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { deadlines } from '../../deadlines.js';
+import { Reading } from '../../reading.js';
 import { escapeTerminal, parseDuration, shortId } from '../../format.js';
 import { TIMELINE_SOURCES, type Timeline, type TimelineSource } from '../../model/timeline.js';
 import type { Evidence } from '../../model/triage.js';
 import { parseRfc3339Micros } from '../../readers/journal/time.js';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../../validate.js';
 import { readTimeline } from '../../view/timeline/index.js';
-import { TIMELINE_LIMITS } from '../../view/timeline/window.js';
+import { TIMELINE_LIMITS, type TimelineQuery } from '../../view/timeline/window.js';
 import type { AppDeps } from '../app.js';
 import { requestSignal } from '../request-signal.js';
 import { renderTable } from '../table.js';
@@ -51,6 +53,24 @@ const bool = z
 /** Without `source`: every source but kube (Events are not read yet: asking for them says so). */
 const DEFAULT_SOURCES: readonly TimelineSource[] = TIMELINE_SOURCES.filter((s) => s !== 'kube');
 
+/** The parameters of GET /v1/timeline, and of `nodetruth timeline` (its flags go through the same schema). */
+export const timelineParams = query({
+  since: timeParam.describe(`the window's start: ${TIME_TEXT}; default an hour before until`),
+  until: timeParam.describe(`the window's end: ${TIME_TEXT}; default now`),
+  pod: repeated(podRef, 16).optional().describe('namespace/name or pod UID (repeatable): only that pod\'s events'),
+  source: repeated(sourceName, TIMELINE_SOURCES.length).optional().describe(`${TIMELINE_SOURCES.join(', ')} (repeatable); default all but kube`),
+  limit: integer(1, TIMELINE_LIMITS.maxLimit).describe(`the newest events answered (default ${TIMELINE_LIMITS.defaultLimit})`),
+  verbose: bool.describe('every journal record of kubelet and the runtime, and the evidence in the text form'),
+}).refine((q) => (q.since ?? 0) <= (q.until ?? Date.now() * 1000), { path: ['since'], message: 'since must not be after until' });
+
+/** Validated parameters → the view's query. */
+export function timelineQuery(q: z.output<typeof timelineParams>, nowUs = Date.now() * 1000): TimelineQuery {
+  const untilUs = q.until ?? nowUs;
+  const sinceUs = q.since ?? untilUs - TIMELINE_LIMITS.defaultWindowMs * 1000;
+  const pods = q.pod ? { uids: new Set(q.pod.filter((p) => !p.includes('/'))), names: new Set(q.pod.filter((p) => p.includes('/'))) } : null;
+  return { sinceUs, untilUs, pods, sources: new Set(q.source ? (q.source as TimelineSource[]) : DEFAULT_SOURCES), limit: q.limit ?? TIMELINE_LIMITS.defaultLimit, verbose: Boolean(q.verbose), nowUs };
+}
+
 export const timelineRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
   app.get(
     '/v1/timeline',
@@ -58,28 +78,11 @@ export const timelineRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (a
       schema: {
         summary: 'What happened on the node, oldest first: container attempts, OOM kills, kernel problems, kubelet and runtime journal records and unit starts/stops, in one clock',
         description: `Each event \`{time, source, kind, severity, pod, container, summary, evidence[]}\`. The newest \`limit\` events of the window are answered; \`truncated\` says when the window held more. A source that fails or misses its deadline is named in \`warnings\` and \`sources\`; the rest stands. Kernel records are timed with the boot time in \`clock\`.`,
-        querystring: query({
-          since: timeParam.describe(`the window's start: ${TIME_TEXT}; default an hour before until`),
-          until: timeParam.describe(`the window's end: ${TIME_TEXT}; default now`),
-          pod: repeated(podRef, 16).optional().describe('namespace/name or pod UID (repeatable): only that pod\'s events'),
-          source: repeated(sourceName, TIMELINE_SOURCES.length).optional().describe(`${TIMELINE_SOURCES.join(', ')} (repeatable); default all but kube`),
-          limit: integer(1, TIMELINE_LIMITS.maxLimit).describe(`the newest events answered (default ${TIMELINE_LIMITS.defaultLimit})`),
-          verbose: bool.describe('every journal record of kubelet and the runtime, and the evidence in the text form'),
-        }).refine((q) => (q.since ?? 0) <= (q.until ?? Date.now() * 1000), { path: ['since'], message: 'since must not be after until' }),
+        querystring: timelineParams,
       },
       config: { table: (b: Timeline) => timelineText(b) },
     },
-    async (req) => {
-      const q = req.query;
-      const untilUs = q.until ?? Date.now() * 1000;
-      const sinceUs = q.since ?? untilUs - TIMELINE_LIMITS.defaultWindowMs * 1000;
-      const pods = q.pod ? { uids: new Set(q.pod.filter((p) => !p.includes('/'))), names: new Set(q.pod.filter((p) => p.includes('/'))) } : null;
-      return readTimeline(
-        deps,
-        { sinceUs, untilUs, pods, sources: new Set(q.source ? (q.source as TimelineSource[]) : DEFAULT_SOURCES), limit: q.limit ?? TIMELINE_LIMITS.defaultLimit, verbose: Boolean(q.verbose) },
-        requestSignal(req),
-      );
-    },
+    async (req) => readTimeline(deps, timelineQuery(req.query), { deadlines: deadlines(deps.config), observedAt: Reading.current()?.startedAt, signal: requestSignal(req) }),
   );
 };
 

@@ -4,17 +4,17 @@
  * the newest `limit` of the window; the lists are merged oldest first. A source that fails or
  * misses its deadline is a warning and the rest stands.
  */
-import { deadlines } from '../../deadlines.js';
 import { withinDeadline } from '../../lib/deadline.js';
 import type { Timeline, TimelineSource } from '../../model/timeline.js';
 import { journalQuery } from '../../readers/journal/query.js';
 import { formatMicros } from '../../readers/journal/time.js';
-import { Reading } from '../../reading.js';
-import type { Sources } from '../../sources.js';
+import type { HostFs } from '../../readers/hostfs/hostfs.js';
+import type { JournalSource } from '../../readers/journal/journalctl.js';
+import type { KmsgReader } from '../../readers/kmsg/reader.js';
 import { KernelProblemsSource } from '../kernel-problems.js';
 import { OomSource } from '../oom.js';
-import { RuntimeNameBook } from '../runtime-index.js';
-import { statusWarnings } from '../runtime-view.js';
+import { RuntimeNameBook, type RuntimeIndexSource } from '../runtime-index.js';
+import { statusWarnings, type RuntimeView } from '../runtime-view.js';
 import { kernelClock } from './clock.js';
 import { journalEvents, JOURNAL_SCAN, MESSAGE_CHARS, TIMELINE_UNITS } from './journal.js';
 import { kernelEvents, oomEvents } from './kernel.js';
@@ -22,16 +22,38 @@ import { mergeNewest } from './merge.js';
 import { runtimeEvents } from './runtime.js';
 import type { SourceEvents, Timed, TimelineQuery } from './window.js';
 
-export type TimelineDeps = Pick<Sources, 'config' | 'hostFs' | 'runtime' | 'index' | 'kmsg' | 'journal'>;
+/** What the timeline reads: the sources' readers and views (src/sources.ts). */
+export interface TimelineDeps {
+  hostFs: HostFs;
+  /** null without a CRI socket */
+  runtime: RuntimeView | null;
+  index: RuntimeIndexSource;
+  kmsg: KmsgReader;
+  journal: JournalSource;
+}
+
+/** How long each source is waited for: rows of the deadline table (src/deadlines.ts). */
+export interface TimelineDeadlines {
+  containerRows: number;
+  kernelLog: number;
+  journal: number;
+}
+
+export interface TimelineOptions {
+  deadlines: TimelineDeadlines;
+  /** when the reading it is built from began (default now) */
+  observedAt?: Date;
+  signal?: AbortSignal;
+}
 
 interface Produced {
   events: SourceEvents;
   warnings: string[];
 }
 
-export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, signal?: AbortSignal): Promise<Timeline> {
-  const observedAt = (Reading.current()?.startedAt ?? new Date()).toISOString();
-  const d = deadlines(deps.config);
+export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: TimelineOptions): Promise<Timeline> {
+  const observedAt = (o.observedAt ?? new Date()).toISOString();
+  const { deadlines: d, signal } = o;
   const { bootUs, clock } = await kernelClock(deps.hostFs);
   const warnings: string[] = [];
   // the runtime's names for kernel records' pod UIDs and container IDs; the last list's when it is late
