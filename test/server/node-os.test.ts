@@ -182,3 +182,15 @@ t.test('hostile drop-in directories: 10,000 files, a 100 MB drop-in, a link out 
   t.match(threshold(body, 'memory.available'), { value: '100Mi' }, 'the link out of the root is not applied');
   t.match(body.warnings.join('\n'), /kubelet config: /);
 });
+
+t.test('rke2: kubelet configured by flags only: the endpoint and the eviction thresholds from its flags', async (t) => {
+  const { body, config, root } = await node('rke2');
+  t.equal(config.criEndpoint, `unix://${path.join(root, 'run/k3s/containerd/containerd.sock')}`);
+  const os = body.facts.nodeOs;
+  t.match(os.criEndpoint, { source: 'kubelet --container-runtime-endpoint (/proc/1240/cmdline)' });
+  t.match(os.flavor, { name: 'rke2', evidence: '/var/lib/rancher/rke2/agent/kubelet.kubeconfig' });
+  t.match(os.kubelet, { pid: 1240, config: null, kubeconfig: { value: '/var/lib/rancher/rke2/agent/kubelet.kubeconfig' } });
+  t.equal(body.facts.eviction.configPath, null);
+  t.match(threshold(body, 'imagefs.available'), { value: '5%', source: '--eviction-hard flag' });
+  t.notOk(threshold(body, 'memory.available'), 'a flag that sets evictionHard leaves the other defaults unset');
+});
