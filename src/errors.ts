@@ -19,36 +19,6 @@ export interface ErrorType {
   retryAfter: boolean;
 }
 
-/** The server's own refusals (request, limits, auth, deadlines, bundles), beside the sources' codes. */
-export const SERVER_ERROR_CODES = [
-  'malformed_request',
-  'unauthorized',
-  'session_required',
-  'forbidden',
-  'no_route',
-  'request_header_timeout',
-  'bundle_not_live',
-  'content_too_large',
-  'uri_too_long',
-  'unsupported_media_type',
-  'misdirected',
-  'too_many_follows',
-  'capture_running',
-  'too_many_reviews',
-  'client_unread_limit',
-  'headers_too_large',
-  'client_closed',
-  'internal_error',
-  'bundle_answer_refused',
-  'overloaded',
-  'shutting_down',
-  'no_cluster_credentials',
-  'needs_runtime',
-  'request_timeout',
-] as const;
-export type ServerErrorCode = (typeof SERVER_ERROR_CODES)[number];
-export type ErrorCode = SourceErrorCode | ServerErrorCode;
-
 const row = (status: number, title: string, means: string, retryAfter = false): ErrorType => ({
   status,
   title,
@@ -57,7 +27,8 @@ const row = (status: number, title: string, means: string, retryAfter = false): 
   retryAfter,
 });
 
-export const ERROR_TYPES: Record<ErrorCode, ErrorType> = {
+/** Every code, the sources' (readers/errors.ts) and the server's own refusals (request, limits, auth, deadlines, bundles), by status. */
+const ROWS = {
   bad_parameter: row(400, 'Invalid input', 'a request value was refused; `param` names it (`errors` lists every reason)'),
   path_outside_root: row(400, 'Invalid input', 'the path leads outside the host root or the directory it must stay in'),
   path_not_regular: row(400, 'Invalid input', 'the path names something other than a regular file'),
@@ -104,6 +75,12 @@ export const ERROR_TYPES: Record<ErrorCode, ErrorType> = {
   source_timeout: row(504, 'Source timed out', 'a source did not answer within its deadline'),
   request_timeout: row(504, 'Request timed out', 'no answer within `--request-timeout`; the work was cancelled'),
 };
+export type ErrorCode = keyof typeof ROWS;
+/** the server's own codes: the rest of the table */
+export type ServerErrorCode = Exclude<ErrorCode, SourceErrorCode>;
+/** a source code without its row fails to compile here */
+const everySourceCode: [Exclude<SourceErrorCode, ErrorCode>] extends [never] ? true : never = true;
+export const ERROR_TYPES: Readonly<Record<ErrorCode, ErrorType>> = everySourceCode && ROWS;
 
 /** Every code, in the table's order (by status). */
 export const ERROR_CODES = Object.keys(ERROR_TYPES) as ErrorCode[];

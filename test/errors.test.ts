@@ -9,7 +9,7 @@
 import Fastify from 'fastify';
 import t from 'tap';
 import { installProblemHandlers } from '../src/server/plugins/problems.js';
-import { ERROR_CODES, ERROR_TYPES, Problem, problemCodesDescription, SERVER_ERROR_CODES, type ServerErrorCode } from '../src/errors.js';
+import { ERROR_CODES, ERROR_TYPES, Problem, problemCodesDescription, type ServerErrorCode } from '../src/errors.js';
 import { SOURCE_ERROR_CODES, SourceError, type SourceErrorCode } from '../src/readers/errors.js';
 
 /** What each code answered before codes existed (status and title of the Problem helper it replaced). */
@@ -64,6 +64,7 @@ const SERVER_BEFORE: Record<ServerErrorCode, [number, string]> = {
   needs_runtime: [503, 'Source unavailable'],
   request_timeout: [504, 'Request timed out'],
 };
+const SERVER_ERROR_CODES = Object.keys(SERVER_BEFORE) as ServerErrorCode[];
 
 const app = Fastify();
 installProblemHandlers(app);
