@@ -75,6 +75,12 @@ t.test('not an integer, a bad time, a bad priority, follow with previous: 400 wi
   }
 });
 
+t.test('an unknown parameter: 400 naming it', async (t) => {
+  const r = await get('/v1/pods?zzz=1');
+  t.equal(r.status, 400);
+  t.match(await r.json(), { code: 'bad_parameter', param: 'zzz', detail: /Unrecognized key: "zzz"/ });
+});
+
 t.test('a value within the bounds passes validation', async (t) => {
   // no kernel log here: past validation, the source answers (not a 400)
   const r = await get(`/v1/kernel?tailLines=${MAX_KERNEL_TAIL}&limitBytes=${KERNEL_LIMITS.maxLimitBytes}&sinceSeq=0`);

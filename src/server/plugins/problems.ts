@@ -45,8 +45,9 @@ function toProblem(err: FastifyError): Problem {
     const where = err.validationContext ?? 'request';
     const fields = err.validation.map((v) => v.instancePath.replace(/^\//, '').replace(/\//g, '.'));
     const reasons = err.validation.map((v, i) => `${where}${fields[i] ? `.${fields[i]}` : ''}: ${v.message}`);
-    // the parameter: the top-level name of the first field refused (a repeated one's index dropped)
-    const param = fields.find((f) => f !== '')?.split('.')[0];
+    // the parameter: the top-level name of the first field refused (a repeated one's index dropped), or the first unknown one
+    const unknown = err.validation.flatMap((v) => (v.keyword === 'unrecognized_keys' && Array.isArray(v.params.keys) ? (v.params.keys as unknown[]).map(String) : []));
+    const param = fields.find((f) => f !== '')?.split('.')[0] ?? unknown[0];
     return new Problem('bad_parameter', reasons.join('; '), { ...(param ? { param } : {}), errors: reasons });
   }
   if (err.validation) return new Problem('bad_parameter', err.message);
