@@ -16,6 +16,8 @@ Usage:
   nodetruth serve [flags]     serve the HTTP API (default 127.0.0.1:7070)
   nodetruth attach <node>     run it in a debug pod on a node, port-forward, clean up on exit
                               (also as the kubectl plugin: kubectl nodetruth attach <node>)
+  nodetruth fleet triage | get PATH | capture -o DIR
+                              every node's agent through the API server, bounded; fleet --help
   nodetruth triage [flags]    one look at the node: findings with evidence; --json for JSON,
                               --window 2s for the CPU throttling sample; exits 0 ok, 1 warning,
                               2 critical, 3 could not run
@@ -107,6 +109,8 @@ async function main(args: string[]): Promise<number> {
       return -1; // keep running
     case 'attach':
       return (await import('./launcher/attach.js')).attachMain(rest);
+    case 'fleet':
+      return (await import('./fleet/fleet.js')).fleetMain(rest);
     case 'triage':
       return wantsBundle(rest) ? (await import('./bundle/cli.js')).triageBundleMain(rest) : (await import('./triage/cli.js')).triageMain(rest);
     case 'timeline':

@@ -1,0 +1,129 @@
+/**
+ * Reaching one node's agent: `kubectl port-forward pod/<agent> :<agent-port>` with the
+ * caller's kubeconfig (the API server authenticates and authorizes the caller for
+ * pods/portforward and audits the session under the caller's name), then one HTTPS GET
+ * through it carrying the caller's bearer token, which the agent checks itself
+ * (TokenReview + SubjectAccessReview). Each forward is a child process ended by its PID
+ * when the node is done, cut at its deadline, or the run is stopped.
+ */
+import { createWriteStream } from 'node:fs';
+import https from 'node:https';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { run, running, type Proc } from '../launcher/kubectl.js';
+import type { Target } from './targets.js';
+
+const FORWARDING = /^Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)$/m;
+
+/** The largest answer read into memory (a triage report is far below it); bundles stream to a file. */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+export interface ReachOptions {
+  globalArgs: string[];
+  agentPort: number;
+  ca: string | null;
+  token: string;
+  /** a child started (its PID) and ended: how the run ends every one of them */
+  track: (p: Proc) => () => void;
+}
+
+export interface Answer {
+  status: number;
+  contentType: string;
+  /** the body (when not written to a file) */
+  body: string;
+  bytes: number;
+}
+
+export class NodeError extends Error {}
+
+/** Ends a forward by its PID and waits for it to go. */
+export async function endProc(p: Proc): Promise<void> {
+  if (running(p)) {
+    p.child.kill('SIGTERM');
+    const t = setTimeout(() => running(p) && p.child.kill('SIGKILL'), 3000);
+    await p.exited;
+    clearTimeout(t);
+  }
+}
+
+/** GET `path` on the target's agent; `toFile`: stream the body there instead. Aborted by `signal`. */
+export async function reach(t: Target, path: string, o: ReachOptions, signal: AbortSignal, toFile?: string): Promise<Answer> {
+  let ready: (port: number) => void = () => {};
+  const listening = new Promise<number>((resolve) => (ready = resolve));
+  const forward = run([...o.globalArgs, 'port-forward', `pod/${t.pod!}`, `:${o.agentPort}`, '--address=127.0.0.1'], {
+    passStderr: null,
+    onStdout: (all) => {
+      const m = FORWARDING.exec(all);
+      if (m) ready(Number(m[1]));
+    },
+  });
+  const untrack = o.track(forward);
+  try {
+    const aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(new NodeError(String((signal.reason as Error)?.message ?? signal.reason)));
+      if (signal.aborted) fail();
+      else signal.addEventListener('abort', fail, { once: true });
+    });
+    aborted.catch(() => {});
+    const port = await Promise.race([
+      listening,
+      aborted,
+      forward.exited.then((r) => {
+        throw new NodeError(`kubectl port-forward exited with ${r.code ?? r.signal}: ${forward.stderr.trim().slice(-300) || '(nothing said)'}`);
+      }),
+    ]);
+    return await Promise.race([get(port, path, t, o, signal, toFile), aborted]);
+  } finally {
+    untrack();
+    await endProc(forward);
+  }
+}
+
+function get(port: number, path: string, t: Target, o: ReachOptions, signal: AbortSignal, toFile?: string): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        agent: false,
+        signal,
+        headers: { authorization: `Bearer ${o.token}`, accept: 'application/json', host: t.hostIP ?? t.node },
+        ...(o.ca
+          ? {
+              ca: o.ca,
+              rejectUnauthorized: true,
+              // the agent's certificate names the node's IP (and name): through the forward the address is 127.0.0.1
+              checkServerIdentity: (_host: string, cert: PeerCertificate) => {
+                const byIp = t.hostIP ? checkServerIdentity(t.hostIP, cert) : new Error('no host IP');
+                return byIp ? checkServerIdentity(t.node, cert) : undefined;
+              },
+            }
+          : { rejectUnauthorized: false }),
+      },
+      (res) => {
+        const status = res.statusCode ?? 0;
+        const contentType = String(res.headers['content-type'] ?? '');
+        let bytes = 0;
+        if (toFile && status === 200) {
+          const out = createWriteStream(toFile, { flags: 'wx' });
+          res.on('data', (c: Buffer) => (bytes += c.length));
+          res.pipe(out);
+          out.on('error', (e) => reject(new NodeError(`cannot write ${toFile}: ${e.message}`)));
+          res.on('error', (e) => reject(new NodeError(`answer cut: ${e.message}`)));
+          out.on('finish', () => resolve({ status, contentType, body: '', bytes }));
+          return;
+        }
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => {
+          bytes += c.length;
+          if (bytes > MAX_ANSWER_BYTES) return void req.destroy(new NodeError(`answer larger than ${MAX_ANSWER_BYTES} bytes`));
+          chunks.push(c);
+        });
+        res.on('end', () => resolve({ status, contentType, body: Buffer.concat(chunks).toString('utf8'), bytes }));
+        res.on('error', (e) => reject(e instanceof NodeError ? e : new NodeError(`answer cut: ${e.message}`)));
+      },
+    );
+    req.on('error', (e) => reject(e instanceof NodeError ? e : new NodeError(`${(e as NodeJS.ErrnoException).code ?? ''} ${e.message}`.trim())));
+  });
+}

@@ -1,0 +1,189 @@
+/**
+ * A FAKE cluster for `nodetruth fleet` tests, on loopback:
+ *   - an API server answering the two lists fleet asks kubectl for, in v1 shapes:
+ *       GET /api/v1/nodes?labelSelector=            (NodeList)
+ *       GET /api/v1/namespaces/<ns>/pods?labelSelector=  (PodList)
+ *     and the port-forward streams of every pod, through a relay that counts the
+ *     sessions open at once (what --concurrency bounds);
+ *   - a `kubectl` script first on PATH: `get nodes|pods --output=json` asks the fake API
+ *     server; `port-forward pod/<name> :<port> --address=127.0.0.1` listens on a free
+ *     local port, prints client-go's "Forwarding from" line, and passes each connection
+ *     to the relay; `config view` prints the caller's token. Every invocation is logged
+ *     with its PID (checked after a run: no child left).
+ * A pod's forward reaches `agents[pod]`: a loopback port (TLS from the client passed through,
+ * or terminated here with `terminate` for an agent serving plain HTTP on loopback), or
+ * `hang` (accepts and never answers).
+ */
+import { once } from 'node:events';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import tls from 'node:tls';
+
+export type AgentTarget = { port: number; terminate?: { key: string; cert: string } } | 'hang';
+
+const SCRIPT = String.raw`#!/usr/bin/env node
+const fs = require('node:fs');
+const net = require('node:net');
+const argv = process.argv.slice(2);
+const log = (rec) => fs.appendFileSync(process.env.FAKE_FLEET_LOG, JSON.stringify({ pid: process.pid, ...rec }) + '\n');
+log({ argv });
+const verb = argv.find((a) => !a.startsWith('-'));
+const flag = (n) => { const a = argv.find((x) => x.startsWith('--' + n + '=')); return a ? a.slice(n.length + 3) : undefined; };
+process.on('SIGTERM', () => { log({ signal: 'SIGTERM' }); process.exit(0); });
+process.on('SIGINT', () => { log({ signal: 'SIGINT' }); process.exit(0); });
+if (verb === 'config') { process.stdout.write(process.env.FAKE_FLEET_TOKEN || ''); process.exit(0); }
+if (verb === 'get') {
+  const what = argv[argv.indexOf('get') + 1];
+  const sel = flag('selector') || '';
+  const url = what === 'nodes' ? '/api/v1/nodes' : '/api/v1/namespaces/' + flag('namespace') + '/pods';
+  fetch(process.env.FAKE_FLEET_API + url + '?labelSelector=' + encodeURIComponent(sel)).then(async (r) => {
+    const t = await r.text();
+    if (r.status !== 200) { process.stderr.write('Error from server: ' + t + '\n'); process.exit(1); }
+    process.stdout.write(t); process.exit(0);
+  }, (e) => { process.stderr.write(String(e) + '\n'); process.exit(1); });
+} else if (verb === 'port-forward') {
+  const pod = argv.find((a) => a.startsWith('pod/')).slice(4);
+  const remote = argv.find((a) => /^:\d+$/.test(a)).slice(1);
+  const srv = net.createServer((c) => {
+    const up = net.connect(Number(process.env.FAKE_FLEET_RELAY), '127.0.0.1', () => { up.write(pod + '\n'); c.pipe(up); up.pipe(c); });
+    up.on('error', () => c.destroy()); c.on('error', () => up.destroy());
+  });
+  srv.listen(0, '127.0.0.1', () => {
+    log({ forwarding: pod });
+    process.stdout.write('Forwarding from 127.0.0.1:' + srv.address().port + ' -> ' + remote + '\n');
+  });
+} else { process.stderr.write('fake kubectl: unknown ' + verb + '\n'); process.exit(1); }
+`;
+
+export interface FakeNode {
+  name: string;
+  ready?: boolean;
+  taints?: { key: string; value?: string; effect: string }[];
+  labels?: Record<string, string>;
+  /** the agent pod on it; null: none */
+  pod?: { name: string; hostIP: string; phase?: string } | null;
+}
+
+export class FakeCluster {
+  nodes: FakeNode[] = [];
+  readonly agents = new Map<string, AgentTarget>();
+  /** sessions open at once through the relay, and the most seen */
+  open = 0;
+  maxOpen = 0;
+  readonly dir = mkdtempSync(path.join(tmpdir(), 'fleet-'));
+  readonly log = path.join(this.dir, 'kubectl.jsonl');
+  private api!: http.Server;
+  private relay!: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+  private savedPath = '';
+
+  async start(token: string): Promise<this> {
+    this.api = http.createServer((req, res) => this.answer(req, res));
+    this.api.listen(0, '127.0.0.1');
+    await once(this.api, 'listening');
+    this.relay = net.createServer((c) => this.pass(c));
+    this.relay.listen(0, '127.0.0.1');
+    await once(this.relay, 'listening');
+    const bin = path.join(this.dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(path.join(bin, 'kubectl'), SCRIPT);
+    chmodSync(path.join(bin, 'kubectl'), 0o755);
+    writeFileSync(this.log, '');
+    this.savedPath = process.env.PATH ?? '';
+    Object.assign(process.env, {
+      PATH: `${bin}:${this.savedPath}`,
+      FAKE_FLEET_API: `http://127.0.0.1:${(this.api.address() as net.AddressInfo).port}`,
+      FAKE_FLEET_RELAY: String((this.relay.address() as net.AddressInfo).port),
+      FAKE_FLEET_LOG: this.log,
+      FAKE_FLEET_TOKEN: token,
+    });
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    process.env.PATH = this.savedPath;
+    for (const s of this.sockets) s.destroy();
+    this.api.closeAllConnections();
+    this.api.close();
+    this.relay.close();
+  }
+
+  /** Every kubectl invocation logged: argv, pid, and the signals it got. */
+  calls(): { pid: number; argv?: string[]; signal?: string; forwarding?: string }[] {
+    if (!existsSync(this.log)) return [];
+    return readFileSync(this.log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+
+  private answer(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const sel = (url.searchParams.get('labelSelector') ?? '').split(',').filter(Boolean).map((kv) => kv.split('='));
+    const send = (body: object) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (url.pathname === '/api/v1/nodes') {
+      const items = this.nodes
+        .filter((n) => sel.every(([k, v]) => n.labels?.[k!] === v))
+        .map((n) => ({
+          metadata: { name: n.name, labels: n.labels ?? {} },
+          spec: n.taints ? { taints: n.taints } : {},
+          status: { conditions: [{ type: 'Ready', status: n.ready === false ? 'Unknown' : 'True', reason: n.ready === false ? 'NodeStatusUnknown' : 'KubeletReady' }] },
+        }));
+      return send({ kind: 'NodeList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items });
+    }
+    if (/^\/api\/v1\/namespaces\/[^/]+\/pods$/.test(url.pathname)) {
+      const items = this.nodes
+        .filter((n) => n.pod)
+        .map((n) => ({
+          metadata: { name: n.pod!.name, namespace: 'nodetruth', labels: { 'app.kubernetes.io/name': 'nodetruth', 'app.kubernetes.io/component': 'agent' } },
+          spec: { nodeName: n.name, hostNetwork: true },
+          status: { phase: n.pod!.phase ?? 'Running', hostIP: n.pod!.hostIP, podIP: n.pod!.hostIP },
+        }));
+      return send({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '1' }, items });
+    }
+    res.writeHead(404).end();
+  }
+
+  /** One port-forward stream: "<pod>\n", then the bytes. */
+  private pass(c: net.Socket): void {
+    this.sockets.add(c);
+    this.open++;
+    this.maxOpen = Math.max(this.maxOpen, this.open);
+    let closed = false;
+    const done = () => {
+      if (closed) return;
+      closed = true;
+      this.open--;
+      this.sockets.delete(c);
+    };
+    c.on('close', done);
+    c.on('error', () => c.destroy());
+    let head = Buffer.alloc(0);
+    const onData = (d: Buffer) => {
+      head = Buffer.concat([head, d]);
+      const nl = head.indexOf(10);
+      if (nl < 0) return;
+      c.off('data', onData);
+      c.pause();
+      const pod = head.subarray(0, nl).toString();
+      const rest = head.subarray(nl + 1);
+      const target = this.agents.get(pod);
+      if (!target) return void c.destroy();
+      if (target === 'hang') return;
+      if (rest.length) c.unshift(rest);
+      const client: net.Socket = target.terminate ? new tls.TLSSocket(c, { isServer: true, key: target.terminate.key, cert: target.terminate.cert }) : c;
+      const up = net.connect(target.port, '127.0.0.1');
+      this.sockets.add(up);
+      client.pipe(up);
+      up.pipe(client);
+      up.on('error', () => c.destroy());
+      client.on('error', () => up.destroy());
+      up.on('close', () => c.destroy());
+      c.resume();
+    };
+    c.on('data', onData);
+  }
+}
