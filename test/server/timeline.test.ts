@@ -202,7 +202,7 @@ t.test('bad parameters: 400 naming the parameter and the reason', async (t) => {
     ['?source=kernel&source=bogus', 'source', /expected one of kernel, oom, runtime, journal, kube/],
     ['?pod=Default/../x', 'pod', /namespace\/name or a pod UID/],
     ['?verbose=maybe', 'verbose', /./],
-    ['?follow=true', '', /follow/],
+    ['?follow=true&until=1m', 'until', /cannot follow up to a time/],
   ] as const) {
     const r = await get(qs);
     t.equal(r.status, 400, qs);
@@ -225,6 +225,31 @@ t.test('a source that fails is a warning; the rest stands', async (t) => {
 t.test('in OpenAPI with its bounds', async (t) => {
   const doc = (await app.inject({ method: 'GET', url: '/openapi.json', headers: { host: '127.0.0.1' } })).json() as { paths: Record<string, { get: { parameters: Array<{ name: string; schema: Record<string, unknown> }> } }> };
   const params = doc.paths['/v1/timeline']!.get.parameters;
-  t.same(params.map((p) => p.name).sort(), ['format', 'limit', 'pod', 'since', 'source', 'until', 'verbose']);
+  t.same(params.map((p) => p.name).sort(), ['follow', 'format', 'limit', 'pod', 'since', 'source', 'until', 'verbose']);
   t.match(JSON.stringify(params.find((p) => p.name === 'limit')!.schema), /"maximum":5000/);
+});
+
+t.test('follow: NDJSON events through the real server, ended by the client', async (t) => {
+  const http = await import('node:http');
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as import('node:net').AddressInfo;
+  const first = await new Promise<{ status: number; type: string; lines: string[] }>((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/v1/timeline?follow=true&source=kernel' }, (res) => {
+      let buf = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        buf += d;
+        const lines = buf.split('\n');
+        if (lines.length > 2) {
+          resolve({ status: res.statusCode ?? 0, type: String(res.headers['content-type']), lines: lines.slice(0, 2) });
+          req.destroy();
+        }
+      });
+    });
+    req.on('error', reject);
+  });
+  t.equal(first.status, 200);
+  t.match(first.type, /application\/x-ndjson/);
+  t.match(JSON.parse(first.lines[0]!), { warning: /^kernel: 1 records without a usable time/ }, 'a warning as its own frame');
+  t.match(JSON.parse(first.lines[1]!), { source: 'kernel', kind: 'kernel-hung-task', time: kmsgTime(589_498_029) }, 'then the window\'s events');
 });

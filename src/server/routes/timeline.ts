@@ -3,13 +3,15 @@ import { z } from 'zod';
 import { deadlines } from '../../deadlines.js';
 import { Reading } from '../../reading.js';
 import { escapeTerminal, parseDuration, shortId } from '../../format.js';
-import { TIMELINE_SOURCES, type Timeline, type TimelineSource } from '../../model/timeline.js';
+import { TIMELINE_SOURCES, type Timeline, type TimelineEvent, type TimelineSource } from '../../model/timeline.js';
 import type { Evidence } from '../../model/triage.js';
 import { parseRfc3339Micros } from '../../readers/journal/time.js';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../../validate.js';
+import { FOLLOW_TIMING, followTimeline } from '../../view/timeline/follow.js';
 import { readTimeline } from '../../view/timeline/index.js';
 import { TIMELINE_LIMITS, type TimelineQuery } from '../../view/timeline/window.js';
 import type { AppDeps } from '../app.js';
+import { followLimiter, sendFollow } from '../follow.js';
 import { requestSignal } from '../request-signal.js';
 import { renderTable } from '../table.js';
 import { integer, query, repeated } from '../schemas.js';
@@ -61,7 +63,10 @@ export const timelineParams = query({
   source: repeated(sourceName, TIMELINE_SOURCES.length).optional().describe(`${TIMELINE_SOURCES.join(', ')} (repeatable); default all but kube`),
   limit: integer(1, TIMELINE_LIMITS.maxLimit).describe(`the newest events answered (default ${TIMELINE_LIMITS.defaultLimit})`),
   verbose: bool.describe('every journal record of kubelet and the runtime, and the evidence in the text form'),
-}).refine((q) => (q.since ?? 0) <= (q.until ?? Date.now() * 1000), { path: ['since'], message: 'since must not be after until' });
+  follow: bool.describe(`stream the window's events, then new ones as they happen (polled every ${FOLLOW_TIMING.intervalMs / 1000}s), NDJSON or SSE`),
+})
+  .refine((q) => (q.since ?? 0) <= (q.until ?? Date.now() * 1000), { path: ['since'], message: 'since must not be after until' })
+  .refine((q) => !(q.follow && q.until !== undefined), { path: ['until'], message: 'cannot follow up to a time' });
 
 /** Validated parameters → the view's query. */
 export function timelineQuery(q: z.output<typeof timelineParams>, nowUs = Date.now() * 1000): TimelineQuery {
@@ -82,9 +87,19 @@ export const timelineRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (a
       },
       config: { table: (b: Timeline) => timelineText(b) },
     },
-    async (req) => readTimeline(deps, timelineQuery(req.query), { deadlines: deadlines(deps.config), observedAt: Reading.current()?.startedAt, signal: requestSignal(req) }),
+    async (req, reply) => {
+      const q = timelineQuery(req.query);
+      if (!req.query.follow) return readTimeline(deps, q, { deadlines: deadlines(deps.config), observedAt: Reading.current()?.startedAt, signal: requestSignal(req) });
+      const release = followLimiter(deps).acquire();
+      return sendFollow(req, reply, deps, (signal) => followFrames(deps, q, signal), release, (v) => ('warning' in v ? 'warning' : 'record'));
+    },
   );
 };
+
+/** Follow frames: each event as it is, a warning as `{warning}`. */
+async function* followFrames(deps: AppDeps, q: TimelineQuery, signal: AbortSignal): AsyncGenerator<TimelineEvent | { warning: string }> {
+  for await (const item of followTimeline(deps, q, { deadlines: deadlines(deps.config), signal })) yield item.kind === 'event' ? item.event : { warning: item.warning };
+}
 
 const evidenceText = (e: Evidence): string =>
   `${e.source}${e.seq !== undefined ? ` seq=${e.seq}` : ''}${e.cursor ? ` cursor=${e.cursor}` : ''}${e.call ? ` ${e.call}` : ''}: ${e.excerpt}`;
