@@ -7,6 +7,7 @@
  * when the node is done, cut at its deadline, or the run is stopped.
  */
 import { createWriteStream } from 'node:fs';
+import { unlink } from 'node:fs/promises';
 import https from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { run, running, type Proc } from '../launcher/kubectl.js';
@@ -72,14 +73,21 @@ export async function reach(t: Target, path: string, o: ReachOptions, signal: Ab
         throw new NodeError(`kubectl port-forward exited with ${r.code ?? r.signal}: ${forward.stderr.trim().slice(-300) || '(nothing said)'}`);
       }),
     ]);
-    return await Promise.race([get(port, path, t, o, signal, toFile), aborted]);
+    const written = { file: false };
+    try {
+      return await Promise.race([get(port, path, t, o, signal, toFile, written), aborted]);
+    } catch (err) {
+      // a bundle cut short is not left beside the whole ones
+      if (written.file && toFile) await unlink(toFile).catch(() => {});
+      throw err;
+    }
   } finally {
     untrack();
     await endProc(forward);
   }
 }
 
-function get(port: number, path: string, t: Target, o: ReachOptions, signal: AbortSignal, toFile?: string): Promise<Answer> {
+function get(port: number, path: string, t: Target, o: ReachOptions, signal: AbortSignal, toFile: string | undefined, written: { file: boolean }): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = https.get(
       {
@@ -107,6 +115,8 @@ function get(port: number, path: string, t: Target, o: ReachOptions, signal: Abo
         let bytes = 0;
         if (toFile && status === 200) {
           const out = createWriteStream(toFile, { flags: 'wx' });
+          out.once('open', () => (written.file = true));
+          signal.addEventListener('abort', () => out.destroy(), { once: true });
           res.on('data', (c: Buffer) => (bytes += c.length));
           res.pipe(out);
           out.on('error', (e) => reject(new NodeError(`cannot write ${toFile}: ${e.message}`)));

@@ -78,6 +78,7 @@ export class FakeCluster {
   private api!: http.Server;
   private relay!: net.Server;
   private readonly sockets = new Set<net.Socket>();
+  private readonly servers: net.Server[] = [];
   private savedPath = '';
 
   async start(token: string): Promise<this> {
@@ -109,6 +110,7 @@ export class FakeCluster {
     this.api.closeAllConnections();
     this.api.close();
     this.relay.close();
+    for (const srv of this.servers) srv.close();
   }
 
   /** Every kubectl invocation logged: argv, pid, and the signals it got. */
@@ -147,6 +149,32 @@ export class FakeCluster {
     res.writeHead(404).end();
   }
 
+  private readonly fronts = new Map<number, Promise<number>>();
+
+  /** Where a stream to `target` goes: the agent's port, or a TLS front that terminates for it. */
+  private portOf(target: Exclude<AgentTarget, 'hang'>): Promise<number> {
+    if (!target.terminate) return Promise.resolve(target.port);
+    let front = this.fronts.get(target.port);
+    if (!front) {
+      const srv = tls.createServer({ key: target.terminate.key, cert: target.terminate.cert }, (s) => {
+        const up = net.connect(target.port, '127.0.0.1');
+        this.sockets.add(s);
+        this.sockets.add(up);
+        s.pipe(up);
+        up.pipe(s);
+        s.on('error', () => up.destroy());
+        up.on('error', () => s.destroy());
+        s.on('close', () => up.destroy());
+        up.on('close', () => s.destroy());
+      });
+      this.servers.push(srv);
+      srv.listen(0, '127.0.0.1');
+      front = once(srv, 'listening').then(() => (srv.address() as net.AddressInfo).port);
+      this.fronts.set(target.port, front);
+    }
+    return front;
+  }
+
   /** One port-forward stream: "<pod>\n", then the bytes. */
   private pass(c: net.Socket): void {
     this.sockets.add(c);
@@ -173,16 +201,17 @@ export class FakeCluster {
       const target = this.agents.get(pod);
       if (!target) return void c.destroy();
       if (target === 'hang') return;
-      if (rest.length) c.unshift(rest);
-      const client: net.Socket = target.terminate ? new tls.TLSSocket(c, { isServer: true, key: target.terminate.key, cert: target.terminate.cert }) : c;
-      const up = net.connect(target.port, '127.0.0.1');
-      this.sockets.add(up);
-      client.pipe(up);
-      up.pipe(client);
-      up.on('error', () => c.destroy());
-      client.on('error', () => up.destroy());
-      up.on('close', () => c.destroy());
-      c.resume();
+      void this.portOf(target).then((port) => {
+        const up = net.connect(port, '127.0.0.1');
+        this.sockets.add(up);
+        up.on('close', () => c.destroy());
+        up.on('error', () => c.destroy());
+        c.on('close', () => up.destroy());
+        if (rest.length) up.write(rest);
+        c.pipe(up);
+        up.pipe(c);
+        c.resume();
+      });
     };
     c.on('data', onData);
   }

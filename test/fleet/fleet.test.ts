@@ -7,7 +7,7 @@
  * terminal escapes.
  */
 import { EventEmitter } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -43,6 +43,10 @@ const seenAuth: string[] = [];
 const agents = https.createServer({ key: pems.key, cert: pems.cert }, (req, res) => {
   seenAuth.push(String(req.headers.authorization));
   const i = names.indexOf(String(req.headers.host));
+  if (req.url === '/v1/bundle' && i !== 7) {
+    res.writeHead(200, { 'content-type': 'application/gzip' });
+    return void res.end(`bundle of ${name(i)}`);
+  }
   const a = triageOf(i);
   res.writeHead(req.headers.authorization === `Bearer ${TOKEN}` ? a.status : 401, { 'content-type': a.status === 200 ? 'application/json' : 'application/problem+json' });
   res.end(JSON.stringify(a.body));
@@ -204,4 +208,19 @@ t.test('fleet get: JSON lines per node; PATH checked before anything runs', asyn
   t.match(a.err, /--attach is not available yet/);
   const v = await runFleet(['triage']);
   t.match(v.err, /pass --agent-ca/);
+});
+
+t.test('fleet capture: one bundle per node, index.json says what each holds or why not', async (t) => {
+  const dir = path.join(cluster.dir, 'capture');
+  const r = await runFleet(['capture', '-o', dir, '--timeout', '5s', '--agent-ca', caFile, '--nodes', 'node-00,node-07,node-11,node-13']);
+  t.equal(r.code, 3, 'some nodes failed');
+  const index = JSON.parse(readFileSync(path.join(dir, 'index.json'), 'utf8')) as { node: string; file?: string; bytes?: number; error?: string }[];
+  t.same(index.map((x) => x.node), ['node-00', 'node-07', 'node-11', 'node-13']);
+  t.match(index[0], { node: 'node-00', pod: 'nodetruth-00abc', file: 'node-00.tar.gz', bytes: 17 });
+  t.equal(readFileSync(path.join(dir, 'node-00.tar.gz'), 'utf8'), 'bundle of node-00');
+  t.match(index[1]!.error, /agent answered 403/);
+  t.match(index[2]!.error, /timed out after 5s/);
+  t.match(index[3]!.error, /no agent pod/);
+  t.same(readdirSync(dir).sort(), ['index.json', 'node-00.tar.gz'], 'no partial bundle left');
+  t.notOk(existsSync(path.join(dir, 'node-11.tar.gz')));
 });
