@@ -224,3 +224,18 @@ t.test('fleet capture: one bundle per node, index.json says what each holds or w
   t.same(readdirSync(dir).sort(), ['index.json', 'node-00.tar.gz'], 'no partial bundle left');
   t.notOk(existsSync(path.join(dir, 'node-11.tar.gz')));
 });
+
+t.test('the overall deadline: nodes not started are rows saying so', async (t) => {
+  for (const p of ['nodetruth-30abc', 'nodetruth-31abc']) cluster.agents.set(p, 'hang');
+  t.teardown(() => {
+    for (const p of ['nodetruth-30abc', 'nodetruth-31abc']) cluster.agents.set(p, { port: agentPort });
+  });
+  const r = await runFleet(['triage', '-o', 'json', '--concurrency', '1', '--timeout', '10m', '--deadline', '3s', '--agent-ca', caFile, '--nodes', 'node-30,node-31,node-32']);
+  t.equal(r.code, 3);
+  const rows = JSON.parse(r.out) as { node: string; error?: string }[];
+  t.same(rows.map((x) => [x.node, x.error]), [
+    ['node-30', 'overall deadline 3s passed'],
+    ['node-31', 'not asked: overall deadline 3s passed'],
+    ['node-32', 'not asked: overall deadline 3s passed'],
+  ]);
+});
