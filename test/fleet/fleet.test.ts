@@ -239,3 +239,29 @@ t.test('the overall deadline: nodes not started are rows saying so', async (t) =
     ['node-32', 'not asked: overall deadline 3s passed'],
   ]);
 });
+
+t.test('the real command: SIGINT to `nodetruth fleet` ends its port-forwards and prints the rows', async (t) => {
+  const { spawn } = await import('node:child_process');
+  const { REPO } = await import('../helpers/agent-process.js');
+  for (const p of ['nodetruth-40abc', 'nodetruth-41abc']) cluster.agents.set(p, 'hang');
+  t.teardown(() => {
+    for (const p of ['nodetruth-40abc', 'nodetruth-41abc']) cluster.agents.set(p, { port: agentPort });
+  });
+  const logged = cluster.calls().length;
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'src/cli.ts'), 'fleet', 'triage', '-o', 'json', '--agent-ca', caFile, '--nodes', 'node-40,node-41'], {
+    cwd: REPO,
+    env: process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  for (let i = 0; i < 800 && cluster.calls().slice(logged).filter((c) => c.forwarding).length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+  const forwards = cluster.calls().slice(logged).filter((c) => c.argv?.includes('port-forward'));
+  t.equal(forwards.length, 2, 'both nodes started');
+  t.ok(forwards.every((c) => alive(c.pid)), 'their forwards run');
+  child.kill('SIGINT'); // to the command alone, as SIGINT from a script would: it must end its children itself
+  t.equal(await exited, 130);
+  t.same((JSON.parse(out) as { error: string }[]).map((x) => x.error), ['stopped by SIGINT', 'stopped by SIGINT']);
+  t.notOk(forwards.some((c) => alive(c.pid)), 'no port-forward left');
+});
