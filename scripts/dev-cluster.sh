@@ -30,7 +30,10 @@
 #   node/        the guest's run directory (qemu.pid, serial.log, share/kubelet.log)
 # Everything listens on 127.0.0.1 only: etcd on $NODETRUTH_DEV_ETCD_PORT (23790, peer +10),
 # the API server on $NODETRUTH_DEV_API_PORT (16443), qemu's forward to the kubelet on
-# $NODETRUTH_DEV_KUBELET_PORT (10250, the same port in the guest); controller-manager and
+# $NODETRUTH_DEV_KUBELET_PORT (10250, the same port in the guest), qemu's forward to the
+# node's 10.0.2.15:7070 (the DaemonSet's agent) on a free port (node.json's agentPort); the
+# node holds the kubernetes Service's 10.96.0.1 on lo, relayed to the API server (node.ts);
+# controller-manager and
 # scheduler serve no port (--secure-port=0) and show they run by their leader-election leases.
 # The node is named after the guest's hostname (node1); the API server dials it by that name
 # (its first preferred address type, Hostname), which its own /etc/hosts (a private mount
