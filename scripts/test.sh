@@ -2,8 +2,11 @@
 # Everything the tests need, then the whole suite: unit + integration (real containerd,
 # real journal files, real /proc and /dev/kmsg, real promtool), then end to end in the
 # node VMs: the agent as a host process (test/e2e-host), then inside its image as the
-# debug pod and the DaemonSet pod, on a bookworm and a sid guest (test/e2e); last, the
-# checks against real Kubernetes components on the sid guest (scripts/cluster-checks.sh).
+# debug pod and the DaemonSet pod, on a bookworm and a sid guest (test/e2e); last, with
+# NODETRUTH_CLUSTER_CHECKS=1, the checks against real Kubernetes components on the sid
+# guest (scripts/cluster-checks.sh). They are not on by default yet: they add ~23 min warm
+# and the sid guest's `up` does not finish within its wait on a loaded machine
+# (test/e2e/README.md, "Kubernetes components").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-apt.sh
@@ -11,10 +14,14 @@ bash scripts/install-apt.sh
 # The Kubernetes binaries (scripts/kube-build.sh; cached outside the clone, cold 10-26 min
 # of CPU on 2 cores) are built from now on in the background, far below the tests in
 # priority; only the cluster checks at the end wait for them.
+cluster=${NODETRUTH_CLUSTER_CHECKS:-0}
+kube=
 kube_log=$(mktemp "${TMPDIR:-/tmp}/nodetruth-kube-build.XXXXXX")
-setsid nice -n 19 bash scripts/kube-build.sh >"$kube_log" 2>&1 &
-kube=$!
-trap 'kill -- -"$kube" 2>/dev/null || true' EXIT
+if [ "$cluster" = 1 ]; then
+  setsid nice -n 19 bash scripts/kube-build.sh >"$kube_log" 2>&1 &
+  kube=$!
+fi
+trap '[ -z "$kube" ] || kill -- -"$kube" 2>/dev/null || true' EXIT
 
 npm ci --no-audit --no-fund
 
@@ -26,16 +33,21 @@ prepare_log=$(mktemp "${TMPDIR:-/tmp}/nodetruth-e2e-prepare.XXXXXX")
 setsid nice -n 10 node_modules/node/bin/node --import tsx test/e2e/prepare.ts >"$prepare_log" 2>&1 &
 prepare=$!
 # If npm test fails, the builds are ended with it (their process group: mmdebstrap, buildah).
-trap 'kill -- -"$prepare" -"$kube" 2>/dev/null || true' EXIT
+trap 'kill -- -"$prepare" ${kube:+-"$kube"} 2>/dev/null || true' EXIT
 npm test
 # A build that failed here is built again by the harness that needs it, which then fails
 # with the whole log if it fails again.
 wait "$prepare" || echo "# the e2e images' background build failed (the harnesses build what is missing):"
-trap 'kill -- -"$kube" 2>/dev/null || true' EXIT
+trap '[ -z "$kube" ] || kill -- -"$kube" 2>/dev/null || true' EXIT
 tail -n 5 "$prepare_log"
 rm -f "$prepare_log"
 
 npm run test:e2e
+if [ "$cluster" != 1 ]; then
+  rm -f "$kube_log"
+  echo "# cluster checks skipped: NODETRUTH_CLUSTER_CHECKS=1 runs them (scripts/cluster-checks.sh)"
+  exit 0
+fi
 
 # dev-cluster.sh runs kube-build.sh again: a failed background build is retried there
 # (in the foreground), and fails with its whole log if it fails again.

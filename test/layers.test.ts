@@ -43,7 +43,8 @@ const RANK: Record<string, number> = {
   server: 6,
   bundle: 7,
   launcher: 8,
-  cli: 9,
+  fleet: 9,
+  cli: 10,
 };
 
 /** "file -> layer" pairs against the grain that are known and being removed elsewhere. */
@@ -55,9 +56,6 @@ const KNOWN: Record<string, string> = {
   'readers/podlogs/cri-log.ts -> redact': 'redaction moves to where data leaves the agent',
   'view/kernel-log.ts -> redact': 'redaction moves to where data leaves the agent',
   'readers/node/facts.ts -> view': 'disk use is a join of the view, not a reader',
-  'view/timeline/index.ts -> reading': 'the timeline is presented from a reading, not a view reading one',
-  'view/timeline/index.ts -> deadlines': 'the timeline is presented from a reading, not a view reading one',
-  'view/timeline/index.ts -> sources': 'the timeline is presented from a reading, not a view reading one',
   'errors.ts -> readers': 'the SourceError type belongs with the code table',
 };
 

@@ -77,7 +77,9 @@ export function selfSignedNames(c: Pick<Config, 'nodeName' | 'nodeIp' | 'listen'
 }
 
 export async function makeSelfSigned(names: { dns: string[]; ips: string[] }, now = new Date()): Promise<{ key: string; cert: string }> {
-  const { generate } = await import('selfsigned');
+  // a CommonJS module: Node's ESM loader names its exports, a bundler may give only `default`
+  const mod = (await import('selfsigned')) as typeof import('selfsigned') & { default?: typeof import('selfsigned') };
+  const generate = mod.generate ?? mod.default!.generate;
   const pems = await generate([{ name: 'commonName', value: names.dns[0] ?? 'nodetruth' }, { name: 'organizationName', value: 'nodetruth (self-signed)' }], {
     keyType: 'ec',
     curve: 'P-256',

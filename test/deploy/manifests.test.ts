@@ -234,7 +234,7 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
     t.match(p.name, IANA_SVC_NAME, 'port name');
     t.ok(p.containerPort > 0 && p.containerPort < 65536);
   }
-  for (const probe of [c.livenessProbe, c.readinessProbe]) {
+  for (const probe of [c.startupProbe, c.livenessProbe, c.readinessProbe]) {
     t.ok(portNames.has(probe.httpGet.port) || c.ports.some((p: Obj) => p.containerPort === probe.httpGet.port), 'probe port is a container port');
     t.ok(OPEN_ROUTES.has(probe.httpGet.path), `probe path ${probe.httpGet.path} is open under --auth kubernetes (probes send no token)`);
     t.equal(probe.httpGet.scheme, 'HTTPS', 'the probe speaks TLS to a TLS port (the kubelet does not verify it)');
