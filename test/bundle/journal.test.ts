@@ -13,6 +13,7 @@ import t from 'tap';
 import { captureBundle } from '../../src/bundle/capture.js';
 import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { testApp } from '../helpers/app.js';
+import { alive, waitFor } from '../helpers/pids.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'nodetruth-bundle-journal-'));
 const pidFile = path.join(dir, 'pid');
@@ -29,19 +30,6 @@ exec sleep 600
 chmodSync(jctl, 0o755);
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const waitFor = async (cond: () => boolean, ms = 20_000) => {
-  const until = Date.now() + ms;
-  while (!cond() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  return cond();
-};
 
 t.test('a stopped capture leaves no journalctl: the one runner counts it and reaps it', async (t) => {
   const a = await testApp(['--host-root', dir, '--journalctl', jctl, '--kmsg-path', kmsgFixture('oom-memcg-systemd.kmsg'), '--kubelet-healthz', 'http://127.0.0.1:1/healthz']);

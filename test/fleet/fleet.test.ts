@@ -15,6 +15,7 @@ import t from 'tap';
 import { fleetMain } from '../../src/fleet/fleet.js';
 import { makeSelfSigned } from '../../src/server/tls.js';
 import { FakeCluster } from './fake-cluster.js';
+import { alive } from '../helpers/pids.js';
 
 const TOKEN = 'caller-token-alice';
 const HOSTILE = 'node-\x1b]0;pwned\x07\x1b[2K';
@@ -89,14 +90,6 @@ function mostAtOnce(calls: { pid: number; argv?: string[]; signal?: string }[]):
   return most;
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 t.test('50 nodes: one row each, worst first, bounded fan-out, a hung node cut, 403 and no agent reported', async (t) => {
   const logged = cluster.calls().length;

@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config.js';
 import { attach, curlLines, DEFAULT_IMAGE, DEFAULT_PROFILE, IMAGE_DIGEST, kubectlArgs, movableImage, parseAttachArgs, UsageError, type AttachOptions } from '../../src/launcher/attach.js';
 import { testApp } from '../helpers/app.js';
 import { FAKE_POD_SUFFIX, installFakeKubectl, type FakeKubectl } from '../helpers/fake-kubectl.js';
+import { alive } from '../helpers/pids.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const POD = `node-debugger-node-1-${FAKE_POD_SUFFIX}`;
@@ -39,14 +40,6 @@ async function withFake<T>(t: Test, knobs: Record<string, string>, fn: (fake: Fa
 
 const opts = (extra: string[] = []): AttachOptions => parseAttachArgs(['node-1', ...extra], {});
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 t.test('flags are validated before anything runs, and become --flag=value arguments', async (t) => {
   const o = parseAttachArgs(['node-1', '-n', 'nodetruth', '--port', '0', '--context', 'arn:aws:eks:eu-west-1:1:cluster/prod', '--kubeconfig', '/k/config', '--image', 'reg.example/nt:1', '--timeout', '90s'], {});

@@ -8,6 +8,7 @@ import { kmsgFixture } from '../fixtures/kmsg/oom-reports.js';
 import { realNodeSpec, writeHostRoot, POD_UID, OOM_CHILD_ID } from '../fixtures/node-tree.js';
 import { testApp } from '../helpers/app.js';
 import { writePodLogs, LOG_CONTAINER_ID } from '../fixtures/podlogs.js';
+import { alive } from '../helpers/pids.js';
 
 const host = await makeJournalHost();
 t.teardown(host.cleanup);
@@ -146,14 +147,6 @@ function followOnce(url: string, headers: Record<string, string> = {}): Promise<
   });
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 t.test('follow: NDJSON and SSE, 100 disconnects leave no journalctl behind', async (t) => {
   const sse = await followOnce('/v1/logs?query=kubelet&follow=true&tailLines=1', { accept: 'text/event-stream' });

@@ -14,6 +14,7 @@ import { bulkScenario, writeJournal } from '../../fixtures/journal/gen.js';
 import { makeJournalHost } from '../../fixtures/journal/host.js';
 import { kmsgFixture } from '../../fixtures/kmsg/oom-reports.js';
 import { testApp } from '../../helpers/app.js';
+import { alive, waitFor } from '../../helpers/pids.js';
 
 const host = await makeJournalHost();
 await writeJournal(path.join(host.root, 'var/log/journal'), 'system@bulk', bulkScenario(20_000));
@@ -29,19 +30,6 @@ t.teardown(async () => {
   host.cleanup();
 });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const waitFor = async (cond: () => boolean, ms = 10_000) => {
-  const until = Date.now() + ms;
-  while (!cond() && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-  return cond();
-};
 /** start a request; resolves with the status when it answers */
 const start = (p: string) => {
   let req!: http.ClientRequest;
