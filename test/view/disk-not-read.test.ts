@@ -22,6 +22,7 @@ import { SnapshotIndex } from '../../src/triage/rules/index.js';
 import { realNode } from '../fixtures/node-tree.js';
 import { disk, healthySnapshot } from '../fixtures/triage-snapshot.js';
 import { testApp } from '../helpers/app.js';
+import { getText } from '../helpers/http.js';
 
 const POOL = Number(process.env.UV_THREADPOOL_SIZE) || 4;
 
@@ -50,17 +51,7 @@ function holdPool() {
   };
 }
 
-const get = (base: string, p: string) =>
-  new Promise<{ status: number; body: string }>((resolve, reject) => {
-    http
-      .get(`${base}${p}`, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      })
-      .on('error', reject);
-  });
+const get = (base: string, p: string) => getText(`${base}${p}`);
 
 t.test('first /v1/node with the pool busy past the statfs deadline: disks not read, then read', async (t) => {
   const fx = realNode('systemd');

@@ -16,6 +16,7 @@ import { HostFs } from '../../../src/readers/hostfs/hostfs.js';
 import { readLogFile } from '../../../src/readers/journal/file-log.js';
 import { JOURNAL_LIMITS } from '../../../src/readers/journal/limits.js';
 import { testApp } from '../../helpers/app.js';
+import { getText } from '../../helpers/http.js';
 
 const CANARY = `CANARY-${randomBytes(6).toString('hex')}`;
 const base = mkdtempSync(path.join(tmpdir(), 'nodetruth-file-log-'));
@@ -28,17 +29,7 @@ async function serve(flags: string[]) {
   const ta = await testApp(flags);
   await ta.app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = ta.app.server.address() as AddressInfo;
-  const get = (q: string) =>
-    new Promise<{ status: number; body: string }>((resolve, reject) => {
-      http
-        .get({ host: '127.0.0.1', port, path: `/v1/logs?query=${encodeURIComponent(q)}` }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-        })
-        .on('error', reject);
-    });
+  const get = (q: string) => getText({ host: '127.0.0.1', port, path: `/v1/logs?query=${encodeURIComponent(q)}` });
   return { ta, get };
 }
 

@@ -16,6 +16,7 @@ import t from 'tap';
 import { procReads, PROC_LIMITS } from '../../../src/readers/proc/limiter.js';
 import { realNodeSpec, SPIN_ID, tempHostRoot } from '../../fixtures/node-tree.js';
 import { testApp } from '../../helpers/app.js';
+import { getText } from '../../helpers/http.js';
 
 const spec = realNodeSpec('systemd');
 const spin = spec.pods.flatMap((p) => p.containers).find((c) => c.id === SPIN_ID)!;
@@ -51,17 +52,7 @@ t.teardown(async () => {
   host.cleanup();
 });
 
-const get = (p: string) =>
-  new Promise<{ status: number; body: string }>((resolve, reject) => {
-    http
-      .get(`${base}${p}`, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      })
-      .on('error', reject);
-  });
+const get = (p: string) => getText(`${base}${p}`);
 
 t.test('10 process listings over stuck cmdline reads: the agent keeps answering', async (t) => {
   if (process.env.UV_THREADPOOL_SIZE && process.env.UV_THREADPOOL_SIZE !== '4') t.comment(`UV_THREADPOOL_SIZE=${process.env.UV_THREADPOOL_SIZE}`);
