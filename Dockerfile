@@ -3,11 +3,21 @@
 # nodetruth: a read-only agent that tells what a Kubernetes node is really doing.
 #
 #   docker build -t ghcr.io/nodetruth/nodetruth:0.1.0 .
+#   docker buildx build --platform linux/amd64,linux/arm64 -t <registry>/nodetruth:0.1.0 --push .
 #
-# Three stages: `build` compiles TypeScript with the dev dependencies and bundles it
+# Four stages: `build` compiles TypeScript with the dev dependencies and bundles it
 # (esbuild: dist/nodetruth.mjs and its chunks, the package's bin), `deps` installs the
-# production dependencies alone, and the runtime stage is debian:bookworm-slim with only
-# the `node` binary, those dependencies, dist/, proto/ and a journalctl.
+# production dependencies alone, `node` is the target platform's Node image, and the
+# runtime stage is debian:bookworm-slim with only that `node` binary, those dependencies,
+# dist/, proto/ and a journalctl.
+#
+# Multi-platform: `build` and `deps` run on the builder's own platform ($BUILDPLATFORM)
+# whatever the target, since what they make is the same on every platform: JavaScript,
+# and production dependencies with no native code Node loads (the only binaries in them,
+# bare-fs's and bare-url's prebuilds, ship every platform's in the package and are for the
+# Bare runtime, never Node's). So an arm64 image built on amd64 emulates only the runtime
+# stage's two RUN steps. Every stage names its platform: buildah 1.28 (Debian 12's) gives
+# a stage without --platform the platform of the stage before it.
 # test/deploy/dockerfile.test.ts checks that everything copied here exists and runs the
 # `deps` stage's command and the entrypoint from a production install.
 
@@ -15,7 +25,7 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 ARG DEBIAN_IMAGE=debian:bookworm-slim
 
 # ---------------------------------------------------------------- build
-FROM ${NODE_IMAGE} AS build
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # --ignore-scripts: the `node` devDependency's preinstall would download a second
@@ -26,13 +36,14 @@ COPY src ./src
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
 # The bundle `nodetruth` runs: Node reads a few files instead of ~480 modules at start
 # (bench/RESULTS.md, "start-up"). esbuild's binary comes from its platform package
-# (@esbuild/linux-x64, an optional dependency npm installs like any other); its install
+# (@esbuild/linux-x64 on an amd64 builder, an optional dependency npm installs like any
+# other; it runs here only, on the builder's platform); its install
 # script, skipped here, only checks that package.
 COPY scripts/bundle.mjs ./scripts/
 RUN node scripts/bundle.mjs
 
 # ---------------------------------------------------------------- deps
-FROM ${NODE_IMAGE} AS deps
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --omit=dev: production dependencies only. --ignore-scripts: no `prepare` build (there
@@ -44,8 +55,12 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && find node_modules -type f \( -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.ts' -o -name '*.map' -o -name '*.md' \) -delete \
  && npm cache clean --force
 
+# ---------------------------------------------------------------- node
+# The target platform's Node 24 (its `node` binary is all the runtime takes).
+FROM --platform=$TARGETPLATFORM ${NODE_IMAGE} AS node
+
 # ---------------------------------------------------------------- runtime
-FROM ${DEBIAN_IMAGE}
+FROM --platform=$TARGETPLATFORM ${DEBIAN_IMAGE}
 
 # A journalctl for hosts whose own cannot be used. nodetruth prefers the host's
 # journalctl (through chroot into the host root: it reads every format its journald
@@ -63,7 +78,7 @@ RUN apt-get update \
 
 # Node 24 itself, without npm, corepack and yarn: the runtime installs nothing.
 # Same Debian release as NODE_IMAGE, so its libstdc++ and glibc are the ones it was built for.
-COPY --from=build /usr/local/bin/node /usr/local/bin/node
+COPY --from=node /usr/local/bin/node /usr/local/bin/node
 
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules

@@ -9,7 +9,7 @@
  * kubectl's plugin lookup.
  */
 import { execFile, spawn } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -103,6 +103,29 @@ t.test('entrypoint, labels, healthcheck, root with its reason', async (t) => {
   t.match(ins.find((i) => i.cmd === 'ARG' && i.args.startsWith('DEBIAN_IMAGE='))!.args, /bookworm-slim$/, 'the runtime base is the same Debian release');
 });
 
+t.test('multi-platform: JavaScript stages on the builder\'s platform, the runtime and its node on the target\'s', async (t) => {
+  const froms = new Map(ins.filter((i) => i.cmd === 'FROM').map((i) => [i.stage, i.args]));
+  t.match(froms.get('build'), /^--platform=\$BUILDPLATFORM \$\{NODE_IMAGE\} AS build$/);
+  t.match(froms.get('deps'), /^--platform=\$BUILDPLATFORM \$\{NODE_IMAGE\} AS deps$/);
+  // buildah 1.28 carries a stage's --platform over to the next stage that names none
+  for (const [stage, args] of froms) t.match(args, /^--platform=\$(BUILDPLATFORM|TARGETPLATFORM) /, `stage ${stage} names its platform`);
+  t.match(froms.get('final'), /^--platform=\$TARGETPLATFORM \$\{DEBIAN_IMAGE\}$/);
+  const nodeStage = ins.find((i) => i.cmd === 'COPY' && i.stage === 'final' && / \/usr\/local\/bin\/node$/.test(i.args))!;
+  const from = /--from=(\S+)/.exec(nodeStage.args)![1]!;
+  t.match(froms.get(from), /^--platform=\$TARGETPLATFORM \$\{NODE_IMAGE\} /, 'the runtime\'s node is the target platform\'s');
+  t.notOk(ins.some((i) => i.cmd === 'COPY' && i.stage === 'final' && /--from=(build|deps) \/usr\//.test(i.args)), 'no binary from a builder-platform stage');
+});
+
+/** Files under dir (recursively, symlinks not followed) whose name matches. */
+function findFiles(dir: string, match: (name: string) => boolean, out: string[] = []): string[] {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) findFiles(p, match, out);
+    else if (match(e.name)) out.push(p);
+  }
+  return out;
+}
+
 /** The HEALTHCHECK's exec form, as an argv. */
 function healthcheckArgv(): string[] {
   const hc = ins.find((i) => i.cmd === 'HEALTHCHECK')!.args;
@@ -138,6 +161,13 @@ t.test('the stages\' commands work, and the entrypoint runs from the production 
   t.notOk(existsSync(path.join(app, 'node_modules', 'typescript')), 'no dev dependencies');
   t.notOk(existsSync(path.join(app, 'node_modules', 'tap')), 'no dev dependencies');
   t.ok(existsSync(path.join(app, 'node_modules', 'fastify', 'package.json')));
+  // The deps stage runs on the builder's platform for every target: nothing in the
+  // production install may be built or chosen per platform for Node. The only native
+  // binaries allowed are bare-*'s prebuilds (every platform's, for the Bare runtime).
+  const native = findFiles(path.join(app, 'node_modules'), (n) => n.endsWith('.node') || n === 'binding.gyp')
+    .map((f) => path.relative(app, f))
+    .filter((f) => !/^node_modules\/bare-[a-z-]+\/prebuilds\//.test(f));
+  t.same(native, [], 'no native code for Node in the production dependencies');
 
   // runtime stage: the same layout as the image's /app, nodetruth linked onto PATH.
   cpSync(path.join(build, 'dist'), path.join(app, 'dist'), { recursive: true });
