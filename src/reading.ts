@@ -53,6 +53,17 @@ export class Reading implements Memo {
     return p;
   }
 
+  /** Whether (owner, key) was made, or is being made, in this reading. */
+  has(owner: object, key: string): boolean {
+    return this.memo?.get(owner)?.has(key) ?? false;
+  }
+
+  /** Forget (owner, key) if it is still `p`: the next `once` makes it again. */
+  forget(owner: object, key: string, p: Promise<unknown>): void {
+    const byKey = this.memo?.get(owner);
+    if (byKey?.get(key) === p) byKey.delete(key);
+  }
+
   release(): void {
     this.memo = null;
   }
@@ -65,11 +76,17 @@ export class Readings {
 
   constructor(readonly maxAgeMs: number) {}
 
+  /** The reading `enter(arrivedAt)` would give without making one, if any. */
+  peek(arrivedAt: number): Reading | null {
+    const r = this.newest;
+    return r && r.open && r.began >= arrivedAt - this.maxAgeMs ? r : null;
+  }
+
   /** The reading of a request that arrived at `arrivedAt` (performance.now() ms), held until `leave`. */
   enter(arrivedAt: number): Reading {
-    let r = this.newest;
-    if (!r || !r.open || r.began < arrivedAt - this.maxAgeMs) {
-      if (r && r.holders === 0) this.drop(r);
+    let r = this.peek(arrivedAt);
+    if (!r) {
+      if (this.newest && this.newest.holders === 0) this.drop(this.newest);
       r = this.newest = new Reading();
       this.live++;
     }

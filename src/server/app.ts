@@ -11,7 +11,7 @@ import { installSessionSecret } from './plugins/session-secret.js';
 import { installRequestDeadline, SHUTDOWN_GRACE_MS } from './request-signal.js';
 import { clientErrorAnswer, frameworkErrors, installProblemHandlers } from './plugins/problems.js';
 import { collectRoutes, openApiDocument, type CompilersFactory } from './openapi.js';
-import { installReadings } from './plugins/reading.js';
+import { installReadings, joinsAnswer } from './plugins/reading.js';
 import { Readings } from '../reading.js';
 import { installTextFormat } from './plugins/text-format.js';
 import { cgroupRoutes } from './routes/cgroups.js';
@@ -130,9 +130,11 @@ export async function buildApp(sources: Sources, opts: AppOptions): Promise<App>
   installSessionSecret(app, deps); // --session-token only (attach); audited, and before auth and the load shedder
   if (deps.config.auth === 'kubernetes') await loadKubeClient(); // before the hook's synchronous use
   installAuth(app, deps);
-  installLoadShed(app); // after auth: a refused request never takes a slot
+  const readings = opts.readings !== false ? new Readings(deps.config.maxAge) : null;
+  // after auth: a refused request never takes a slot; one whose answer its reading made takes none
+  installLoadShed(app, readings ? { joins: joinsAnswer(readings) } : {});
   // after the load shedder: an admitted request enters its reading; after the text format, whose answers it shares
-  if (opts.readings !== false) installReadings(app, new Readings(deps.config.maxAge));
+  if (readings) installReadings(app, readings);
   // drain timeout and bytes in flight; its onSend after the readings', which makes the Buffer
   installConnectionBounds(app, { drainTimeoutMs: deps.config.drainTimeout });
 

@@ -24,11 +24,11 @@ const gc = runInNewContext('gc') as () => void;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const HEADER = 'x-nodetruth-observed-at';
 
-async function fakeNode(t: Test, maxAge: string) {
+async function fakeNode(t: Test, maxAge: string, flags: string[] = []) {
   const host = await makeFakeScaleHost({ pods: 3, perPod: 2, journal: false, logLines: 5 });
   const cri = new FakeCriServer(host.node);
   await cri.start();
-  const a = await testApp(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--journalctl', '/nonexistent', '--max-age', maxAge]);
+  const a = await testApp(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--journalctl', '/nonexistent', '--max-age', maxAge, ...flags]);
   await a.app.listen({ port: 0, host: '127.0.0.1' });
   t.teardown(async () => {
     await a.app.close();
@@ -61,6 +61,30 @@ t.test('two requests inside --max-age: one reading, the same observedAt, the run
   t.match(concurrent[2]!.type, /^text\/plain/, 'a text answer stays text');
   t.notOk(concurrent[2]!.body.includes('observedAt'), 'and carries no JSON field');
   t.match(concurrent[3]!.body, /^# HELP /m, 'the scrape is the Prometheus text');
+});
+
+t.test('inside --max-age, requests for an answer its reading made take no load-shed slot; distinct ones still wait', async (t) => {
+  const n = await fakeNode(t, '1m');
+  // a burst of identical requests in a new reading: one makes the answer, all get it
+  const burst = await Promise.all(Array.from({ length: 20 }, () => n.get('/v1/containers')));
+  t.same(new Set(burst.map((r) => r.status)), new Set([200]), 'no 503, no 429');
+  t.equal(new Set(burst.map((r) => r.observedAt)).size, 1, 'one observedAt');
+  t.equal(new Set(burst.map((r) => r.body)).size, 1, 'one answer');
+  // both of the shedder's two slots held by distinct answers measured over a window
+  let slowDone = false;
+  const slow = Promise.all(['3s', '4s'].map((w) => n.get(`/v1/throttling?window=${w}`).then((r) => ((slowDone = true), r))));
+  await sleep(300);
+  let distinctDone = false;
+  const distinct = n.get('/v1/kernel?tailLines=5').then((r) => ((distinctDone = true), r));
+  const joined = await Promise.all(Array.from({ length: 20 }, () => n.get('/v1/containers')));
+  t.notOk(slowDone, 'the made answer was sent while both slots were held (neither window over)');
+  t.same(new Set(joined.map((r) => r.status)), new Set([200]));
+  t.same(new Set(joined.map((r) => r.observedAt)), new Set([burst[0]!.observedAt]), 'from the same reading');
+  t.equal(joined[0]!.body, burst[0]!.body);
+  await sleep(200);
+  t.notOk(distinctDone, 'a distinct answer still waits for a slot');
+  for (const r of await slow) t.equal(r.status, 200);
+  t.equal((await distinct).status, 200);
 });
 
 t.test('--max-age 0: every answer observed after its request was sent; no reading shared', async (t) => {

@@ -11,12 +11,13 @@
  * answers built at once keep /healthz waiting for most of a second. Light routes (health,
  * one container, the node's own files, the journal) and follow streams never wait here.
  *
- * A slot is a distinct request (path and query): on the joinable routes, requests identical
- * to one in flight join it at once, since they share that work (SingleFlight) and its
- * rendered body; on the others every request is its own. Up to
- * `running` distinct ones run; up to `queued` more wait, in order, at most `maxWaitMs`; past
- * that the answer is 503 with Retry-After, at once. A waiting request whose client went away
- * leaves the queue.
+ * A slot bounds new work only. A request that `joins` (its reading has made, or is making,
+ * the very answer it asks for: src/server/plugins/reading.ts) takes none and never waits:
+ * it costs the bytes of an answer already made. Up to `running` other heavy requests run;
+ * up to `queued` more wait, in order, at most `maxWaitMs`; past that the answer is 503 with
+ * Retry-After, at once. A waiter is asked again whether it joins each time a slot is given
+ * back (that is when answers are finished). A waiting request whose client went away leaves
+ * the queue.
  *
  * A slot is given back when its request ends, however it ends: the answer handed to the
  * socket (onSend: the heavy work is done; what is still unsent is bounded by
@@ -25,11 +26,11 @@
  * hook (its client went away during an earlier one, such as a TokenReview) takes no slot:
  * its 'close' has been emitted and would never give the slot back.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Problem } from '../../errors.js';
 
 export interface LoadShedOptions {
-  /** distinct heavy requests running at once */
+  /** heavy requests making new answers at once */
   running: number;
   /** heavy requests waiting for a slot */
   queued: number;
@@ -37,8 +38,8 @@ export interface LoadShedOptions {
   maxWaitMs: number;
   /** the routes (as declared: '/v1/cgroups') that take a slot */
   routes: ReadonlySet<string>;
-  /** of those, the routes whose identical requests share one flight's work and body, and so one slot */
-  joinable: ReadonlySet<string>;
+  /** true when the request's answer is made (or being made) already: it takes no slot */
+  joins: (req: FastifyRequest, reply: FastifyReply) => boolean;
 }
 
 export const LOAD_SHED_DEFAULTS: LoadShedOptions = {
@@ -46,8 +47,7 @@ export const LOAD_SHED_DEFAULTS: LoadShedOptions = {
   queued: 128,
   maxWaitMs: 5_000,
   routes: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift', '/v1/kernel']),
-  // the kernel log is read and rendered for each request: identical ones are distinct work
-  joinable: new Set(['/metrics', '/v1/containers', '/v1/cgroups', '/v1/pods', '/v1/throttling', '/v1/oom', '/v1/triage', '/v1/node/drift']),
+  joins: () => false,
 };
 
 /**
@@ -60,31 +60,28 @@ const isFollow = (req: FastifyRequest) => {
 };
 
 interface Waiter {
-  key: string;
-  admit(): void;
+  /** admitted as a joiner (no slot) or with a slot */
+  admit(slot: boolean): void;
+  joins(): boolean;
 }
 
 const overloaded = (detail: string) => new Problem('overloaded', detail);
 
 export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedOptions> = {}): void {
   const o = { ...LOAD_SHED_DEFAULTS, ...options };
-  /** distinct heavy requests in flight → how many requests share each */
-  const inFlight = new Map<string, number>();
   const queue: Waiter[] = [];
-  let unshared = 0;
+  let running = 0;
 
-  const take = (key: string) => inFlight.set(key, (inFlight.get(key) ?? 0) + 1);
-  const release = (key: string) => {
-    const n = (inFlight.get(key) ?? 1) - 1;
-    if (n > 0) inFlight.set(key, n);
-    else inFlight.delete(key);
-    // admit in order while there is room; a waiter identical to one running joins it
+  const release = () => {
+    running--;
+    // in order: a waiter whose answer now exists joins it; others take the slots free
     for (let i = 0; i < queue.length; ) {
       const w = queue[i]!;
-      if (inFlight.has(w.key) || inFlight.size < o.running) {
+      const joins = w.joins();
+      if (joins || running < o.running) {
         queue.splice(i, 1);
-        take(w.key);
-        w.admit();
+        if (!joins) running++;
+        w.admit(!joins);
       } else i++;
     }
   };
@@ -93,7 +90,6 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
   app.addHook('onRequest', async (req: FastifyRequest, reply) => {
     const route = req.routeOptions.url ?? '';
     if (!o.routes.has(route) || isFollow(req)) return;
-    const key = o.joinable.has(route) ? `${req.method} ${req.url}` : `${req.method} ${req.url} #${++unshared}`;
     const hold = () => {
       let released = false;
       const give = () => {
@@ -102,7 +98,7 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
         reply.raw.off('close', give);
         reply.raw.off('finish', give);
         holders.delete(req);
-        release(key);
+        release();
       };
       holders.set(req, give);
       reply.raw.once('close', give);
@@ -111,19 +107,20 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
       if (reply.raw.destroyed) give();
     };
     if (reply.raw.destroyed || req.raw.socket?.destroyed) throw clientGone();
-    if (inFlight.has(key) || inFlight.size < o.running) {
-      take(key);
+    if (o.joins(req, reply)) return;
+    if (running < o.running) {
+      running++;
       hold();
       return;
     }
-    if (queue.length >= o.queued) throw overloaded(`${inFlight.size} full-node answers are being built and ${queue.length} wait; try again shortly`);
+    if (queue.length >= o.queued) throw overloaded(`${running} full-node answers are being built and ${queue.length} wait; try again shortly`);
     await new Promise<void>((resolve, reject) => {
       const w: Waiter = {
-        key,
-        admit: () => {
+        joins: () => !reply.raw.destroyed && o.joins(req, reply),
+        admit: (slot) => {
           clearTimeout(timer);
           reply.raw.off('close', gone);
-          hold();
+          if (slot) hold();
           resolve();
         },
       };

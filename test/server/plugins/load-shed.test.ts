@@ -1,7 +1,8 @@
 /**
- * Load shedding: past `running` distinct heavy requests and `queued` waiting
- * ones, a heavy request answers 503 problem+json with Retry-After at once; identical
- * requests join the one in flight; waiting requests are admitted in order as slots free;
+ * Load shedding: past `running` heavy requests and `queued` waiting ones, a heavy
+ * request answers 503 problem+json with Retry-After at once; a request that `joins` an
+ * answer made already takes no slot, at once or while it waits; waiting requests are
+ * admitted in order as slots free;
  * a waiter whose client left is dropped from the queue; light routes never wait.
  * Through a real HTTP server on loopback; the heavy routes' work is held open by the test
  * (a promise it resolves), so nothing here depends on timing.
@@ -61,7 +62,9 @@ async function server(t: Test, opts: { running: number; queued: number; maxWaitM
   const g = gate();
   const app = Fastify();
   installProblemHandlers(app as never);
-  installLoadShed(app, { ...opts, routes: new Set(['/heavy', '/other', '/own']), joinable: new Set(['/heavy', '/other']) });
+  // the test's stand-in for a reading's made answers: a request for one of these joins
+  const made = new Set<string>();
+  installLoadShed(app, { ...opts, routes: new Set(['/heavy', '/other', '/own']), joins: (req) => made.has(req.url) });
   let answered = 0;
   app.get('/heavy', async (req) => {
     await g.work(`heavy ${req.url}`);
@@ -71,7 +74,6 @@ async function server(t: Test, opts: { running: number; queued: number; maxWaitM
     await g.work('other');
     return { ok: true };
   });
-  // a route whose identical requests each do their own work (the log routes)
   app.get('/own', async (req) => {
     await g.work(`own ${req.url}`);
     return { ok: true };
@@ -82,7 +84,7 @@ async function server(t: Test, opts: { running: number; queued: number; maxWaitM
     g.finishAll();
     await app.close();
   });
-  return { g, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+  return { g, made, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }
 
 t.test('beyond running + queued: 503 problem+json with Retry-After, at once; the rest are answered in order', async (t) => {
@@ -106,21 +108,27 @@ t.test('beyond running + queued: 503 problem+json with Retry-After, at once; the
   t.equal((await second).status, 200);
 });
 
-t.test('identical requests join the one in flight; a different one waits', async (t) => {
-  const { g, base } = await server(t, { running: 1, queued: 4 });
-  const a = [get(base, '/heavy?same'), get(base, '/heavy?same'), get(base, '/heavy?same')];
-  await until(() => g.started.length === 3, 'all three identical run');
+t.test('a request whose answer is made takes no slot, at once or while it waits; others wait in order', async (t) => {
+  const { g, made, base } = await server(t, { running: 1, queued: 4 });
+  const first = get(base, '/heavy?n=1');
+  await until(() => g.started.length === 1, 'the first runs');
+  made.add('/heavy?made');
+  const joiner = get(base, '/heavy?made');
+  await until(() => g.started.length === 2, 'a joiner runs beside it, without a slot');
+  const waiting = get(base, '/heavy?later');
   const other = get(base, '/other');
   await new Promise((r) => setTimeout(r, 50));
-  t.equal(g.started.length, 3, 'a different heavy request waits for the slot');
+  t.equal(g.started.length, 2, 'two distinct ones wait for the slot');
+  made.add('/heavy?later'); // its answer is made meanwhile
+  g.finishOne();
+  t.equal((await first).status, 200);
+  await until(() => g.started.length === 4, 'at the next release the waiter joins, and the other takes the slot');
+  t.same(g.started.slice(2).sort(), ['heavy /heavy?later', 'other']);
   g.finishAll();
-  t.same((await Promise.all(a)).map((r) => r.status), [200, 200, 200]);
-  await until(() => g.started.length === 4, 'then it runs');
-  g.finishAll();
-  t.equal((await other).status, 200);
+  for (const r of await Promise.all([joiner, waiting, other])) t.equal(r.status, 200);
 });
 
-t.test('on a route that is not joinable identical requests each take a slot; a follow request takes none', async (t) => {
+t.test('identical requests each take a slot unless they join; a follow request takes none', async (t) => {
   const { g, base } = await server(t, { running: 1, queued: 4 });
   const first = get(base, '/own?same');
   await until(() => g.started.length === 1, 'the first runs');
@@ -138,11 +146,10 @@ t.test('on a route that is not joinable identical requests each take a slot; a f
   t.equal((await follow).status, 200);
 });
 
-t.test('the kernel log route takes a slot per request; the full-node routes join identical ones', async (t) => {
+t.test('the heavy routes: full-node answers and the kernel log; not the journal', async (t) => {
   t.ok(LOAD_SHED_DEFAULTS.routes.has('/v1/kernel'));
-  t.notOk(LOAD_SHED_DEFAULTS.joinable.has('/v1/kernel'));
+  t.ok(LOAD_SHED_DEFAULTS.routes.has('/metrics'));
   t.notOk(LOAD_SHED_DEFAULTS.routes.has('/v1/logs'), 'the journal has its own bound: journalctl children, 429 beyond');
-  for (const r of LOAD_SHED_DEFAULTS.joinable) t.ok(LOAD_SHED_DEFAULTS.routes.has(r), `${r} is a heavy route`);
 });
 
 t.test('a waiter whose client went away leaves the queue; past maxWaitMs the answer is 503', async (t) => {
