@@ -47,11 +47,12 @@ const EXIT_ANYWAY_MS = 4700;
 async function serve(argv: string[]): Promise<void> {
   const { config } = loadConfig(argv);
   // the server and GET /v1/bundle, registered from bundle/ (the capture itself loads on its first request)
-  const [{ createLogger }, { buildApp }, { closeSources, createSources }, { LIVE_ROUTES }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources.js'), import('./bundle/route.js')]);
+  const [{ createLogger }, { buildApp }, { closeSources, createSources }, { LIVE_ROUTES }, { listenOnAll }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources.js'), import('./bundle/route.js'), import('./server/serve-addresses.js')]);
   const log = createLogger(config);
   const shutdown = new AbortController();
   const sources = createSources(config, log);
   let app: App | null = null;
+  let listening: import('./server/serve-addresses.js').Listening | null = null;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
@@ -74,7 +75,10 @@ async function serve(argv: string[]): Promise<void> {
       process.exit(1);
     }, EXIT_ANYWAY_MS);
     force.unref();
+    // the further addresses stop accepting first; the app's close ends their sockets with its own
+    const extraClosed = listening?.close();
     await app.close();
+    await extraClosed;
     clearTimeout(cut);
     closeSources(sources);
     log.info('stopped');
@@ -90,11 +94,11 @@ async function serve(argv: string[]): Promise<void> {
   process.once('SIGTERM', () => void stop('SIGTERM'));
   process.once('SIGINT', () => void stop('SIGINT'));
   app = await buildApp(sources, { shutdown: shutdown.signal, routes: LIVE_ROUTES });
-  await app.listen({ host: config.listen.host, port: config.listen.port });
+  listening = await listenOnAll(app, config.listenAddresses, config.maxConnections);
   // from here on no error can end the agent: it is logged and counted (src/process-guard.ts);
   // one before this line is a start-up failure and exits non-zero
   (await import('./process-guard.js')).installProcessGuard(log);
-  log.info({ hostRoot: config.hostRoot, criEndpoint: config.criEndpoint, auth: config.auth }, 'nodetruth serving');
+  log.info({ hostRoot: config.hostRoot, criEndpoint: config.criEndpoint, auth: config.auth, listen: listening.addresses.map((a) => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`)) }, 'nodetruth serving');
 }
 
 /** Whether `serve` or `triage` was asked for a bundle (then the bundle's code answers). */

@@ -13,7 +13,7 @@ import { DNS1123_SUBDOMAIN, durationSchema } from './validate.js';
  * Every value is validated here, once; the rest of the agent takes a Config.
  */
 const FLAGS = {
-  listen: { env: 'NODETRUTH_LISTEN', help: 'address to listen on (host:port); non-loopback needs --auth kubernetes' },
+  listen: { env: 'NODETRUTH_LISTEN', help: 'address to listen on (host:port), or up to 4 of them comma-separated, each served alike (same auth and TLS); non-loopback needs --auth kubernetes' },
   'host-root': { env: 'NODETRUTH_HOST_ROOT', help: "where the host's root is mounted (default /host if it exists, else /)" },
   'cri-endpoint': { env: 'NODETRUTH_CRI_ENDPOINT', help: "unix:// path of the CRI socket (default: kubelet's --container-runtime-endpoint, else containerd's, k3s/rke2's, CRI-O's socket)" },
   'cri-timeout': { env: 'NODETRUTH_CRI_TIMEOUT', help: 'deadline of every CRI call (default 2s)' },
@@ -57,6 +57,36 @@ const listenSchema = z
     return { host, port };
   });
 
+/** How many addresses one --listen may name: one server answers on each, with the same auth and TLS. */
+export const MAX_LISTEN_ADDRESSES = 4;
+const WILDCARD_HOSTS = new Set(['0.0.0.0', '::']);
+
+/** `host:port[,host:port...]`: every address checked alone, then against the others. */
+const listenListSchema = z
+  .string()
+  .max(1024, 'at most 1024 characters')
+  .transform((s, ctx) => {
+    const parts = s.split(',').map((p) => p.trim());
+    if (parts.length > MAX_LISTEN_ADDRESSES) {
+      ctx.addIssue({ code: 'custom', message: `at most ${MAX_LISTEN_ADDRESSES} addresses, got ${parts.length}` });
+      return z.NEVER;
+    }
+    const out: { host: string; port: number }[] = [];
+    for (const [i, p] of parts.entries()) {
+      const r = listenSchema.safeParse(p);
+      if (!r.success) {
+        // one address alone keeps the plain message; in a list, say which one
+        for (const issue of r.error.issues) ctx.addIssue({ code: 'custom', message: parts.length > 1 ? `address ${i + 1} ${JSON.stringify(p)}: ${issue.message}` : issue.message });
+        continue;
+      }
+      const a = r.data;
+      const clash = out.find((b) => b.port === a.port && a.port !== 0 && (b.host === a.host || WILDCARD_HOSTS.has(b.host) || WILDCARD_HOSTS.has(a.host)));
+      if (clash) ctx.addIssue({ code: 'custom', message: `address ${i + 1} ${JSON.stringify(p)}: port ${a.port} on ${clash.host} is already listed (a wildcard address covers every host)` });
+      out.push(a);
+    }
+    return out;
+  });
+
 /** A duration in ms between min and max, from text such as 30s or 1h. */
 const boundedDuration = (minMs: number, maxMs: number, range: string) =>
   durationSchema({ minMs, maxMs }, (s) => `expected a duration between ${range}, got ${JSON.stringify(s)}`);
@@ -66,7 +96,7 @@ const HOST_NAME = /^(\[[0-9a-f:.]+\]|[a-z0-9]([a-z0-9-]{0,62})(\.[a-z0-9]([a-z0-
 
 const schema = z
   .object({
-    listen: listenSchema.prefault('127.0.0.1:7070'),
+    listen: listenListSchema.prefault('127.0.0.1:7070'),
     hostRoot: z.string().refine((p) => path.isAbsolute(p), 'must be an absolute path'),
     criEndpoint: z
       .string()
@@ -117,18 +147,20 @@ const schema = z
     sessionToken: z.string().regex(/^[\x21-\x7e]{32,1024}$/, 'expected 32 to 1024 printable characters without spaces (nodetruth attach sends 43)').nullable(),
   })
   .superRefine((c, ctx) => {
-    if (c.auth === 'none' && !isLoopback(c.listen.host)) {
+    // every address obeys the rules: the first one off loopback is named
+    const open = c.listen.find((a) => !isLoopback(a.host));
+    if (c.auth === 'none' && open) {
       ctx.addIssue({
         code: 'custom',
         path: ['listen'],
-        message: `refusing to listen on non-loopback ${c.listen.host} without --auth kubernetes`,
+        message: `refusing to listen on non-loopback ${open.host} without --auth kubernetes`,
       });
     }
-    if (c.tls === 'off' && !isLoopback(c.listen.host)) {
+    if (c.tls === 'off' && open) {
       ctx.addIssue({
         code: 'custom',
         path: ['tls'],
-        message: `refusing to serve plain HTTP on non-loopback ${c.listen.host}: bearer tokens would cross the network in clear. Drop --tls=off (a self-signed certificate is made at start) or pass --tls-cert-file and --tls-key-file`,
+        message: `refusing to serve plain HTTP on non-loopback ${open.host}: bearer tokens would cross the network in clear. Drop --tls=off (a self-signed certificate is made at start) or pass --tls-cert-file and --tls-key-file`,
       });
     }
     if ((c.tlsCertFile === null) !== (c.tlsKeyFile === null)) {
@@ -137,13 +169,25 @@ const schema = z
     if (c.tls === 'off' && c.tlsCertFile !== null) {
       ctx.addIssue({ code: 'custom', path: ['tls'], message: '--tls=off contradicts --tls-cert-file' });
     }
-  });
+  })
+  // `listen` is the first address (the one the rest of the agent names); `listenAddresses` all of them.
+  // Without --auth, the Host check accepts each address's own name, as it does the first's.
+  .transform(({ listen, ...c }) => ({
+    ...c,
+    listen: listen[0]!,
+    listenAddresses: listen,
+    allowedHosts: [...new Set([...c.allowedHosts, ...listen.slice(1).map((a) => (a.host.includes(':') ? `[${a.host.toLowerCase()}]` : a.host.toLowerCase()))])],
+  }));
 
 export type Config = z.output<typeof schema>;
 
-/** Whether `serve` speaks TLS: always off loopback, on loopback when asked (--tls=on or a certificate file). */
-export function tlsEnabled(c: Pick<Config, 'tls' | 'tlsCertFile' | 'listen'>): boolean {
-  return c.tls === 'on' || (c.tls === 'auto' && (!isLoopback(c.listen.host) || c.tlsCertFile !== null));
+/**
+ * Whether `serve` speaks TLS: always when any address is off loopback, on loopback when asked
+ * (--tls=on or a certificate file). One server answers on every address, so all of them alike.
+ */
+export function tlsEnabled(c: Pick<Config, 'tls' | 'tlsCertFile' | 'listen'> & Partial<Pick<Config, 'listenAddresses'>>): boolean {
+  const addresses = c.listenAddresses ?? [c.listen];
+  return c.tls === 'on' || (c.tls === 'auto' && (addresses.some((a) => !isLoopback(a.host)) || c.tlsCertFile !== null));
 }
 
 export function isLoopback(host: string): boolean {

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig, tlsEnabled } from '../src/config.js';
 import { parseDuration } from '../src/format.js';
 
 const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
@@ -88,4 +88,27 @@ t.test('request, follow and connection bounds: defaults, env twins and refusals'
   ] as const) {
     t.throws(() => loadConfig([...argv], { NODE_NAME: 'n' }), { message }, argv.join(' '));
   }
+});
+
+t.test('--listen with several addresses: each obeys the rules, a bad one is named', async (t) => {
+  const n = { NODE_NAME: 'n' };
+  const c = loadConfig(['--listen', '10.0.3.17:7070,127.0.0.1:7071', '--auth', 'kubernetes'], n).config;
+  t.same(c.listen, { host: '10.0.3.17', port: 7070 }, 'listen: the first address');
+  t.same(c.listenAddresses, [{ host: '10.0.3.17', port: 7070 }, { host: '127.0.0.1', port: 7071 }]);
+  t.ok(tlsEnabled(c), 'TLS on every address when one is off loopback');
+  t.ok(tlsEnabled(loadConfig(['--listen', '127.0.0.1:7071,10.0.3.17:7070', '--auth', 'kubernetes'], n).config), 'whichever comes first');
+  t.notOk(tlsEnabled(loadConfig(['--listen', '127.0.0.1:7070,[::1]:7071'], n).config), 'loopback only: plain HTTP as before');
+  t.same(loadConfig([], { ...n, NODETRUTH_LISTEN: '127.0.0.1:1,127.0.0.2:2' }).config.listenAddresses.length, 2, 'the env twin too');
+  t.same(loadConfig(['--listen', '127.0.0.1:7070,127.0.0.2:7071,[::1]:7072'], n).config.allowedHosts, ['127.0.0.2', '[::1]'], "without auth, each further address's name passes the Host check");
+  const bad: [string[], RegExp][] = [
+    [['--listen', '127.0.0.1:7070,10.0.0.1:7071'], /^--listen: refusing to listen on non-loopback 10\.0\.0\.1 without --auth kubernetes$/],
+    [['--listen', '10.0.0.1:7070,nonsense', '--auth', 'kubernetes'], /^--listen: address 2 "nonsense": expected host:port/],
+    [['--listen', '127.0.0.1:7070,127.0.0.1:99999'], /^--listen: address 2 "127\.0\.0\.1:99999": port 99999 out of range$/],
+    [['--listen', '127.0.0.1:7070,'], /^--listen: address 2 "": expected host:port/],
+    [['--listen', '127.0.0.1:7070,127.0.0.1:7070'], /address 2 "127\.0\.0\.1:7070": port 7070 on 127\.0\.0\.1 is already listed/],
+    [['--listen', '0.0.0.0:7070,127.0.0.1:7070', '--auth', 'kubernetes'], /address 2 .*port 7070 on 0\.0\.0\.0 is already listed \(a wildcard address covers every host\)/],
+    [['--listen', '127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5'], /^--listen: at most 4 addresses, got 5$/],
+    [['--listen', '127.0.0.1:7070,10.0.0.1:7071', '--auth', 'kubernetes', '--tls', 'off'], /^--tls: refusing to serve plain HTTP on non-loopback 10\.0\.0\.1/],
+  ];
+  for (const [argv, message] of bad) t.throws(() => loadConfig(argv, n), { name: 'ConfigError', message }, argv.join(' '));
 });

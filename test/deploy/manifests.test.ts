@@ -15,6 +15,7 @@ import t, { type Test } from 'tap';
 import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { loadConfig, tlsEnabled } from '../../src/config.js';
 import { kubectlArgs, parseAttachArgs, REMOTE_PORT } from '../../src/launcher/attach.js';
+import { DEFAULT_AGENT_PORT } from '../../src/fleet/options.js';
 import { OPEN_ROUTES, ROUTE_RESOURCES } from '../../src/server/plugins/auth.js';
 
 const run = promisify(execFile);
@@ -248,6 +249,11 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   t.equal(args[0], 'serve');
   const served = loadConfig(args.slice(1), { ...env, NODE_NAME: 'node-1' }).config;
   t.same(served.listen, { host: '10.0.3.17', port: 7070 });
+  // and the node's loopback, where a port-forward to this hostNetwork pod arrives: fleet's
+  // default port, not attach's (its debug pods take 127.0.0.1:REMOTE_PORT on the same node)
+  t.same(served.listenAddresses, [{ host: '10.0.3.17', port: 7070 }, { host: '127.0.0.1', port: DEFAULT_AGENT_PORT }], "the node's address and fleet's loopback port");
+  t.not(DEFAULT_AGENT_PORT, REMOTE_PORT, "attach's loopback port stays free");
+  t.notOk(c.ports.some((p: Obj) => p.containerPort === DEFAULT_AGENT_PORT), 'the loopback port is no containerPort (a host port on every address under hostNetwork)');
   t.equal(served.auth, 'kubernetes');
   t.equal(served.hostRoot, '/host');
   t.ok(tlsEnabled(served), 'serves TLS');
