@@ -7,6 +7,13 @@ import { parseDuration } from '../format.js';
 
 export class FleetUsageError extends Error {}
 
+/**
+ * The agent's loopback address in the DaemonSet (deploy/daemonset/core/daemonset.yaml:
+ * --listen=$(POD_IP):7070,127.0.0.1:7071). A port-forward dials localhost in the pod's
+ * network namespace, the node's own under hostNetwork; 7070 there is attach's.
+ */
+export const DEFAULT_AGENT_PORT = 7071;
+
 export const FLEET_USAGE = `Usage:
   nodetruth fleet triage [flags]        every node's /v1/triage, rolled up, worst first
   nodetruth fleet get PATH [flags]      one GET route on every node, as JSON lines
@@ -23,7 +30,8 @@ Flags:
   --concurrency N         nodes at once (default 5, at most 100)
   --timeout DUR           per node (default 60s)
   --deadline DUR          for the whole run (default 10m)
-  --agent-port N          the port the agent listens on inside its pod's network namespace (default 7070)
+  --agent-port N          the agent's loopback port inside its pod's network namespace (default 7071, as
+                          the DaemonSet listens; a port-forward reaches the node's loopback there)
   --agent-ca FILE         the CA (or self-signed certificate) the agents' TLS must chain to
   --insecure-skip-agent-verify   accept any agent certificate (the token can then reach an impostor)
   --token-file FILE       the bearer token to present (default: NODETRUTH_FLEET_TOKEN, else your kubeconfig user's token)
@@ -133,7 +141,7 @@ export function parseFleetArgs(argv: string[]): FleetOptions {
   }
   const concurrency = Number(v.concurrency ?? 5);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 100) throw new FleetUsageError('--concurrency: a whole number from 1 to 100');
-  const agentPort = Number(v['agent-port'] ?? 7070);
+  const agentPort = Number(v['agent-port'] ?? DEFAULT_AGENT_PORT);
   if (!Number.isInteger(agentPort) || agentPort < 1 || agentPort > 65535) throw new FleetUsageError('--agent-port: a port number');
   if (v.context !== undefined && !CONTEXT.test(v.context)) throw new FleetUsageError('--context: not a context name');
   const agentCa = v['agent-ca'] ?? null;

@@ -12,7 +12,9 @@
  *     with its PID (checked after a run: no child left).
  * A pod's forward reaches `agents[pod]`: a loopback port (TLS from the client passed through,
  * or terminated here with `terminate` for an agent serving plain HTTP on loopback), or
- * `hang` (accepts and never answers).
+ * `hang` (accepts and never answers). Only a forward to the port the agent listens on inside
+ * its pod (`inPod`, default the DaemonSet's loopback port, DEFAULT_AGENT_PORT) reaches it;
+ * any other port is closed at once, as a real forward to a port nothing listens on is.
  */
 import { once } from 'node:events';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,8 +23,9 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
+import { DEFAULT_AGENT_PORT } from '../../src/fleet/options.js';
 
-export type AgentTarget = { port: number; terminate?: { key: string; cert: string } } | 'hang';
+export type AgentTarget = { port: number; terminate?: { key: string; cert: string }; inPod?: number } | 'hang';
 
 const SCRIPT = String.raw`#!/usr/bin/env node
 const fs = require('node:fs');
@@ -48,7 +51,7 @@ if (verb === 'get') {
   const pod = argv.find((a) => a.startsWith('pod/')).slice(4);
   const remote = argv.find((a) => /^:\d+$/.test(a)).slice(1);
   const srv = net.createServer((c) => {
-    const up = net.connect(Number(process.env.FAKE_FLEET_RELAY), '127.0.0.1', () => { up.write(pod + '\n'); c.pipe(up); up.pipe(c); });
+    const up = net.connect(Number(process.env.FAKE_FLEET_RELAY), '127.0.0.1', () => { up.write(pod + ' ' + remote + '\n'); c.pipe(up); up.pipe(c); });
     up.on('error', () => c.destroy()); c.on('error', () => up.destroy());
   });
   srv.listen(0, '127.0.0.1', () => {
@@ -175,7 +178,7 @@ export class FakeCluster {
     return front;
   }
 
-  /** One port-forward stream: "<pod>\n", then the bytes. */
+  /** One port-forward stream: "<pod> <port in the pod>\n", then the bytes. */
   private pass(c: net.Socket): void {
     this.sockets.add(c);
     this.open++;
@@ -196,11 +199,12 @@ export class FakeCluster {
       if (nl < 0) return;
       c.off('data', onData);
       c.pause();
-      const pod = head.subarray(0, nl).toString();
+      const [pod = '', remote] = head.subarray(0, nl).toString().split(' ');
       const rest = head.subarray(nl + 1);
       const target = this.agents.get(pod);
       if (!target) return void c.destroy();
       if (target === 'hang') return;
+      if (Number(remote) !== (target.inPod ?? DEFAULT_AGENT_PORT)) return void c.destroy();
       void this.portOf(target).then((port) => {
         const up = net.connect(port, '127.0.0.1');
         this.sockets.add(up);

@@ -258,3 +258,15 @@ t.test('the real command: SIGINT to `nodetruth fleet` ends its port-forwards and
   t.same((JSON.parse(out) as { error: string }[]).map((x) => x.error), ['stopped by SIGINT', 'stopped by SIGINT']);
   t.notOk(forwards.some((c) => alive(c.pid)), 'no port-forward left');
 });
+
+t.test("the forward asks the agent's loopback port: 7071 by default, as the DaemonSet listens", async (t) => {
+  const logged = cluster.calls().length;
+  const ok = await runFleet(['triage', '-o', 'json', '--timeout', '5s', '--agent-ca', caFile, '--nodes', 'node-00']);
+  t.equal(ok.code, 0);
+  const fwd = cluster.calls().slice(logged).find((c) => c.argv?.includes('port-forward'));
+  t.ok(fwd?.argv?.includes(':7071'), `port-forward pod/… :7071 (${fwd?.argv?.join(' ')})`);
+  // the agent's node address port (7070 in the DaemonSet) is not on the node's loopback: nothing answers there
+  const wrong = await runFleet(['triage', '-o', 'json', '--timeout', '5s', '--agent-ca', caFile, '--nodes', 'node-00', '--agent-port', '7070']);
+  t.equal(wrong.code, 3, 'not answered');
+  t.match((JSON.parse(wrong.out) as { error: string }[])[0]!.error, /socket hang up|ECONNRESET|disconnected|TLS/i);
+});
