@@ -34,6 +34,8 @@ export interface Deadlines {
   kernelLog: number;
   /** kubelet's journal of the last minutes through journalctl. */
   journal: number;
+  /** The API server's Events of this node and its pods: the pod list, then one list per pod, 4 in flight (view/timeline/kube.ts). */
+  kubeEvents: number;
   /**
    * conntrack, taint, D/Z processes, kubelet certificates and eviction thresholds: the /proc walk's
    * budget is 1.5 s and attribution as much again (readers/node/proc-states.ts), the files after it.
@@ -64,6 +66,7 @@ export function deadlines(config: { criTimeoutMs: number }, overrides: Partial<D
     kmsgRing: 5000,
     kernelLog: 8000,
     journal: 10_000,
+    kubeEvents: 8000,
     nodeFacts: 5000,
     cni: 2000,
     readiness: 1000,

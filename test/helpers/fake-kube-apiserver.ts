@@ -3,6 +3,8 @@
  * answers the few calls nodetruth makes with real Kubernetes JSON shapes:
  *
  *   GET  /api/v1/pods?fieldSelector=spec.nodeName=<n>&limit=&continue=   (PodList, paged)
+ *   GET  /api/v1[/namespaces/<ns>]/events?fieldSelector=involvedObject.<f>=<v>,...&limit=&continue=
+ *                                                                          (EventList, paged)
  *   POST /apis/authentication.k8s.io/v1/tokenreviews                      (TokenReview)
  *   POST /apis/authorization.k8s.io/v1/subjectaccessreviews               (SubjectAccessReview)
  *
@@ -64,7 +66,9 @@ export class FakeKubeApiServer {
   /** who may do what; default: nobody */
   authorize: (req: SarRequest) => { allowed: boolean; reason?: string; denied?: boolean } = () => ({ allowed: false });
   /** failure modes per endpoint */
-  mode: { pods: Mode; tokenreviews: Mode; subjectaccessreviews: Mode } = { pods: 'ok', tokenreviews: 'ok', subjectaccessreviews: 'ok' };
+  mode: { pods: Mode; events: Mode; tokenreviews: Mode; subjectaccessreviews: Mode } = { pods: 'ok', events: 'ok', tokenreviews: 'ok', subjectaccessreviews: 'ok' };
+  /** core/v1 Events served by the events lists (filtered by the field selector like the real one) */
+  events: object[] = [];
   /** every request seen: method, path with query, parsed JSON body */
   readonly requests: { method: string; url: string; body: unknown; authorization: string | undefined }[] = [];
   private readonly hanging = new Set<ServerResponse>();
@@ -172,6 +176,8 @@ export class FakeKubeApiServer {
     if (req.headers.authorization !== `Bearer ${AGENT_TOKEN}`) return status(res, 401, 'Unauthorized', 'Unauthorized');
 
     if (req.method === 'GET' && url.pathname === '/api/v1/pods') return this.listPods(url, res);
+    const events = req.method === 'GET' ? /^\/api\/v1(?:\/namespaces\/([^/]+))?\/events$/.exec(url.pathname) : null;
+    if (events) return this.listEvents(events[1], url, res);
     if (req.method === 'POST' && url.pathname === '/apis/authentication.k8s.io/v1/tokenreviews') return this.tokenReview(body, res);
     if (req.method === 'POST' && url.pathname === '/apis/authorization.k8s.io/v1/subjectaccessreviews') return this.sar(body, res);
     if (req.method === 'GET') {
@@ -219,6 +225,29 @@ export class FakeKubeApiServer {
       metadata: { resourceVersion: '12345', ...(next ? { continue: next, remainingItemCount: items.length - start - limit } : {}) },
       items: page,
     });
+  }
+
+  /**
+   * Events of a namespace or of all, by the field selectors the API server supports for
+   * Events (an unsupported label is a 400 as there), paged by limit/continue.
+   */
+  private listEvents(namespace: string | undefined, url: URL, res: ServerResponse): void {
+    if (this.failed(this.mode.events, res, 'events')) return;
+    const sel = url.searchParams.get('fieldSelector') ?? '';
+    const want: [string, string][] = [];
+    for (const term of sel ? sel.split(',') : []) {
+      const m = /^(involvedObject\.(?:kind|namespace|name|uid|apiVersion|resourceVersion|fieldPath)|reason|source|type|metadata\.namespace|metadata\.name)=(.*)$/.exec(term);
+      if (!m) return status(res, 400, 'BadRequest', `unable to parse requested fieldSelector: field label not supported: ${term.split('=')[0]}`);
+      want.push([m[1]!, m[2]!]);
+    }
+    const at = (o: unknown, p: string): unknown => (o && typeof o === 'object' ? (o as Record<string, unknown>)[p] : undefined);
+    const field = (e: object, k: string): unknown => (k === 'source' ? at(at(e, 'source'), 'component') : k.split('.').reduce<unknown>(at, e));
+    const items = this.events.filter((e) => (!namespace || (e as { metadata?: { namespace?: string } }).metadata?.namespace === namespace) && want.every(([k, v]) => String(field(e, k) ?? '') === v));
+    const limit = Number(url.searchParams.get('limit') ?? 0);
+    const start = Number(url.searchParams.get('continue') ?? 0);
+    const page = limit > 0 ? items.slice(start, start + limit) : items.slice(start);
+    const next = limit > 0 && start + limit < items.length ? String(start + limit) : undefined;
+    json(res, 200, { kind: 'EventList', apiVersion: 'v1', metadata: { resourceVersion: '52000', ...(next ? { continue: next, remainingItemCount: items.length - start - limit } : {}) }, items: page });
   }
 
   /** What the API server adds to a created pod: name from generateName, uid, timestamps, Pending. */

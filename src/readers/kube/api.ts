@@ -135,7 +135,8 @@ export class KubeApi {
   private readonly authz: Client.AuthorizationV1Api;
 
   constructor(
-    kc: KubeConfig,
+    /** the credentials and TLS of every call, bounded GETs included (get.ts) */
+    readonly kc: KubeConfig,
     readonly server: string,
     readonly timeoutMs: number,
   ) {

@@ -52,15 +52,15 @@ const bool = z
   .transform((s) => s === 'true' || s === '1' || s === '')
   .optional();
 
-/** Without `source`: every source but kube (Events are not read yet: asking for them says so). */
-const DEFAULT_SOURCES: readonly TimelineSource[] = TIMELINE_SOURCES.filter((s) => s !== 'kube');
+/** Without `source`: every source; kube where the API server is configured (`sources` says why not otherwise). */
+const DEFAULT_SOURCES: readonly TimelineSource[] = TIMELINE_SOURCES;
 
 /** The parameters of GET /v1/timeline, and of `nodetruth timeline` (its flags go through the same schema). */
 export const timelineParams = query({
   since: timeParam.describe(`the window's start: ${TIME_TEXT}; default an hour before until`),
   until: timeParam.describe(`the window's end: ${TIME_TEXT}; default now`),
   pod: repeated(podRef, 16).optional().describe('namespace/name or pod UID (repeatable): only that pod\'s events'),
-  source: repeated(sourceName, TIMELINE_SOURCES.length).optional().describe(`${TIMELINE_SOURCES.join(', ')} (repeatable); default all but kube`),
+  source: repeated(sourceName, TIMELINE_SOURCES.length).optional().describe(`${TIMELINE_SOURCES.join(', ')} (repeatable); default all (kube where the API server is configured)`),
   limit: integer(1, TIMELINE_LIMITS.maxLimit).describe(`the newest events answered (default ${TIMELINE_LIMITS.defaultLimit})`),
   verbose: bool.describe('every journal record of kubelet and the runtime, and the evidence in the text form'),
   follow: bool.describe(`stream the window's events, then new ones as they happen (polled every ${FOLLOW_TIMING.intervalMs / 1000}s), NDJSON or SSE`),
@@ -73,7 +73,7 @@ export function timelineQuery(q: z.output<typeof timelineParams>, nowUs = Date.n
   const untilUs = q.until ?? nowUs;
   const sinceUs = q.since ?? untilUs - TIMELINE_LIMITS.defaultWindowMs * 1000;
   const pods = q.pod ? { uids: new Set(q.pod.filter((p) => !p.includes('/'))), names: new Set(q.pod.filter((p) => p.includes('/'))) } : null;
-  return { sinceUs, untilUs, pods, sources: new Set(q.source ? (q.source as TimelineSource[]) : DEFAULT_SOURCES), limit: q.limit ?? TIMELINE_LIMITS.defaultLimit, verbose: Boolean(q.verbose), nowUs };
+  return { sinceUs, untilUs, pods, sources: new Set(q.source ? (q.source as TimelineSource[]) : DEFAULT_SOURCES), explicitSources: q.source !== undefined, limit: q.limit ?? TIMELINE_LIMITS.defaultLimit, verbose: Boolean(q.verbose), nowUs };
 }
 
 export const timelineRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
@@ -81,7 +81,7 @@ export const timelineRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (a
     '/v1/timeline',
     {
       schema: {
-        summary: 'What happened on the node, oldest first: container attempts, OOM kills, kernel problems, kubelet and runtime journal records and unit starts/stops, in one clock',
+        summary: 'What happened on the node, oldest first: container attempts, OOM kills, kernel problems, kubelet and runtime journal records and unit starts/stops, Kubernetes Events of the node and its pods, in one clock',
         description: `Each event \`{time, source, kind, severity, pod, container, summary, evidence[]}\`. The newest \`limit\` events of the window are answered; \`truncated\` says when the window held more. A source that fails or misses its deadline is named in \`warnings\` and \`sources\`; the rest stands. Kernel records are timed with the boot time in \`clock\`.`,
         querystring: timelineParams,
       },

@@ -18,12 +18,13 @@ import { statusWarnings, type RuntimeView } from '../runtime-view.js';
 import { kernelClock } from './clock.js';
 import { journalEvents, JOURNAL_SCAN, MESSAGE_CHARS, TIMELINE_UNITS } from './journal.js';
 import { kernelEvents, oomEvents } from './kernel.js';
+import { kubeEvents, KubeNotConfigured, type KubeEventsDeps } from './kube.js';
 import { mergeNewest } from './merge.js';
 import { runtimeEvents } from './runtime.js';
 import type { SourceEvents, Timed, TimelineQuery } from './window.js';
 
 /** What the timeline reads: the sources' readers and views (src/sources.ts). */
-export interface TimelineDeps {
+export interface TimelineDeps extends KubeEventsDeps {
   hostFs: HostFs;
   /** null without a CRI socket */
   runtime: RuntimeView | null;
@@ -37,6 +38,7 @@ export interface TimelineDeadlines {
   containerRows: number;
   kernelLog: number;
   journal: number;
+  kubeEvents: number;
 }
 
 export interface TimelineOptions {
@@ -60,7 +62,7 @@ export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: Time
   let names: Promise<RuntimeNameBook> | null = null;
   const namesOf = () => (names ??= deps.index.join().then((j) => j.names, () => RuntimeNameBook.EMPTY));
 
-  const producers: Record<Exclude<TimelineSource, 'kube'>, { ms: number; run: (s: AbortSignal) => Promise<Produced> }> = {
+  const producers: Record<TimelineSource, { ms: number; run: (s: AbortSignal) => Promise<Produced> }> = {
     runtime: {
       ms: d.containerRows,
       run: async () => {
@@ -97,6 +99,7 @@ export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: Time
         return { events, warnings: w };
       },
     },
+    kube: { ms: d.kubeEvents, run: (s) => kubeEvents(deps, q, s) },
   };
 
   const asked = [...q.sources];
@@ -105,15 +108,13 @@ export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: Time
   // each source's warnings in the order asked, whichever answered first
   const answered = await Promise.all(
     asked.map(async (name): Promise<{ list: Timed[]; warnings: string[] }> => {
-      if (name === 'kube') {
-        sources.kube = { ok: false, events: 0, ms: 0, error: 'not read' };
-        return { list: [], warnings: ['kube: Kubernetes Events are not read by this agent yet; the timeline has none'] };
-      }
       const p = producers[name];
       const o = await withinDeadline((s) => p.run(anySignal(s, signal)), p.ms, name);
       if (!o.ok) {
         sources[name] = { ok: false, events: 0, ms: o.ms, error: o.error };
-        return { list: [], warnings: [`${name}: ${o.error}`] };
+        // a source without its configuration is named in `sources`; a warning only when it was asked for
+        const quiet = o.cause instanceof KubeNotConfigured && !q.explicitSources;
+        return { list: [], warnings: quiet ? [] : [`${name}: ${o.error}`] };
       }
       const { events: ev } = o.value;
       const list = ev.list();

@@ -23,6 +23,8 @@ export interface TimelineQuery {
   /** null: every event, with a pod or without */
   pods: PodFilter | null;
   sources: ReadonlySet<TimelineSource>;
+  /** the sources were named by the caller: one that is not configured (kube) is a warning, not only a note in `sources` */
+  explicitSources?: boolean;
   /** events answered at most: the newest of the window */
   limit: number;
   /** every record of the journal units, not only the notable ones */
