@@ -2,7 +2,7 @@
  * Every figure of the agent's targets (start-up, RSS, route costs, load, the event loop) in one
  * run, each beside its baseline, at several
  * node sizes (FAKE node: pods × 4 containers, test/fixtures/fake-node.ts; the FAKE CRI
- * runtime in its own process; the agent as `node dist/cli.js serve`).
+ * runtime in its own process; the agent as shipped: `node dist/nodetruth.mjs serve`).
  *
  *   npx tsx bench/all.ts [containers=100,1000,3000] [loadSeconds=30] [rounds=7]
  *   NODETRUTH_BENCH_NODE_ARGS='--max-semi-space-size=2'  node flags for the agent
@@ -37,7 +37,7 @@ import { criServices } from '../src/readers/cri/proto.js';
 import { HostFs } from '../src/readers/hostfs/hostfs.js';
 import { mapLimit } from '../src/lib/concurrency.js';
 import { makeFakeScaleHost, type FakeScaleHost } from '../test/fixtures/fake-node.js';
-import { freePort, hwmBytes, REPO, rssBytes, startAgentProcess, startFakeCriProcess, waitFor200, type Proc } from '../test/helpers/agent-process.js';
+import { BUNDLE, freePort, hwmBytes, rssBytes, startAgentProcess, startFakeCriProcess, waitFor200, type Proc } from '../test/helpers/agent-process.js';
 import { ensureBuilt, machine, median, mib, pct, report, round, timeIt } from './lib.js';
 
 const args = process.argv.slice(2);
@@ -70,7 +70,7 @@ async function bareNode(): Promise<number> {
 async function startToReadyz(flags: string[]): Promise<number> {
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, path.join(REPO, 'dist/cli.js'), 'serve', '--listen', `127.0.0.1:${port}`, ...flags], {
+  const child = spawn(process.execPath, [...nodeArgs, BUNDLE, 'serve', '--listen', `127.0.0.1:${port}`, ...flags], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, ...agentEnv },
   });

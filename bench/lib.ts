@@ -4,11 +4,11 @@
  * description every figure in RESULTS.md carries; small statistics.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
 import { makeFakeScaleHost, type FakeScaleHost } from '../test/fixtures/fake-node.js';
-import { REPO, startAgentProcess, startFakeCriProcess, type Proc } from '../test/helpers/agent-process.js';
+import { BUNDLE, REPO, startAgentProcess, startFakeCriProcess, type Proc } from '../test/helpers/agent-process.js';
 
 export interface Machine {
   nproc: number;
@@ -33,17 +33,20 @@ export function machine(): Machine {
   };
 }
 
-/** dist/ must be built from the current src/ (benchmarks run the agent as `node dist/cli.js`). */
+/**
+ * dist/ and the bundle must be built from the current src/ (benchmarks run the agent as shipped:
+ * `node dist/nodetruth.mjs`, BUNDLE); both are rebuilt when a source file is newer.
+ */
 export function ensureBuilt(): void {
-  const cli = path.join(REPO, 'dist/cli.js');
-  const newest = (dir: string): number => {
-    let m = 0;
-    for (const e of execFileSync('find', [dir, '-name', '*.ts', '-newer', cli]).toString().split('\n')) if (e) m = Math.max(m, statSync(e).mtimeMs);
-    return m;
-  };
-  if (!existsSync(cli) || newest(path.join(REPO, 'src')) > 0) {
+  const stale = (file: string): boolean => !existsSync(file) || execFileSync('find', [path.join(REPO, 'src'), '-name', '*.ts', '-newer', file]).toString().trim() !== '';
+  // stdout is the JSON report: the builds write to stderr
+  if (stale(path.join(REPO, 'dist/cli.js'))) {
     process.stderr.write('building dist/ (npm run build)\n');
-    execFileSync('npm', ['run', 'build'], { cwd: REPO, stdio: ['ignore', 2, 2] }); // stdout is the JSON report
+    execFileSync('npm', ['run', 'build'], { cwd: REPO, stdio: ['ignore', 2, 2] });
+  }
+  if (stale(BUNDLE)) {
+    process.stderr.write('bundling (npm run bundle)\n');
+    execFileSync('npm', ['run', 'bundle'], { cwd: REPO, stdio: ['ignore', 2, 2] });
   }
 }
 
@@ -54,7 +57,7 @@ export interface FakeNodeAgent {
   stop(): Promise<void>;
 }
 
-/** The FAKE node (250 pods, 1,000 containers by default), its FAKE runtime, and the agent from dist/. */
+/** The FAKE node (250 pods, 1,000 containers by default), its FAKE runtime, and the agent as shipped (BUNDLE). */
 export async function fakeNodeAgent(o: { pods?: number; perPod?: number; journal?: boolean; agentFlags?: string[]; nodeArgs?: string[]; env?: NodeJS.ProcessEnv } = {}): Promise<FakeNodeAgent> {
   ensureBuilt();
   const host = await makeFakeScaleHost({ pods: o.pods ?? 250, perPod: o.perPod ?? 4, journal: o.journal ?? true });

@@ -2,7 +2,7 @@
  * Load on the FAKE 1,000-container node: autocannon on loopback, 50
  * connections, 60 s, a weighted random mix of routes (NODETRUTH_LOAD_MIX=uniform: all
  * equal), against the agent as a real process
- * (`node dist/cli.js serve`) with the FAKE CRI runtime in another process.
+ * as shipped (`node dist/nodetruth.mjs serve`) with the FAKE CRI runtime in another process.
  * Pass: zero errors (connection errors, timeouts, non-2xx), RSS growth < 20%
  * from the start of the run to its end. Records throughput, latency
  * percentiles, and the agent's RSS idle, during and after (and its peak, VmHWM), and the

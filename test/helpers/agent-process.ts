@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import type { FakeScaleHost, FakeScaleOptions } from '../fixtures/fake-node.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The agent as shipped (scripts/bundle.mjs: the image's entry and the package's bin). */
+export const BUNDLE = path.join(REPO, 'dist/nodetruth.mjs');
 
 export interface Proc {
   child: ChildProcess;
@@ -108,11 +110,11 @@ export async function waitFor200(url: string, p: Proc, timeoutMs = 60_000, every
 
 /**
  * `nodetruth serve` as a child process on a free loopback port, ready when
- * /healthz answers. `dist: true` runs the built dist/cli.js (benchmarks,
- * start-up); otherwise src/cli.ts via tsx.
+ * /healthz answers. `dist: true` runs the shipped bundle, dist/nodetruth.mjs (benchmarks,
+ * start-up; `npm run build && npm run bundle`); otherwise src/cli.ts via tsx.
  */
 export async function startAgentProcess(flags: string[], o: { dist?: boolean; env?: NodeJS.ProcessEnv; nodeArgs?: string[]; nodeOptions?: string } = {}): Promise<Proc & { url: string }> {
-  const entry = o.dist ? [path.join(REPO, 'dist/cli.js')] : ['--import', 'tsx', path.join(REPO, 'src/cli.ts')];
+  const entry = o.dist ? [BUNDLE] : ['--import', 'tsx', path.join(REPO, 'src/cli.ts')];
   const port = await freePort();
   const argv = [...(o.nodeArgs ?? []), ...entry, 'serve', '--listen', `127.0.0.1:${port}`, ...flags];
   // nodeOptions: exactly these NODE_OPTIONS, set by a shell that then execs node (same pid).
