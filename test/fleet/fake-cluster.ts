@@ -10,7 +10,7 @@
  *     local port, prints client-go's "Forwarding from" line, and passes each connection
  *     to the relay; `config view` prints the caller's token. Every invocation is logged
  *     with its PID (checked after a run: no child left).
- * A pod's forward reaches `agents[pod]`: a loopback port (TLS from the client passed through,
+ * A pod's forward reaches `agents[pod]`: a loopback port of `host` (TLS from the client passed through,
  * or terminated here with `terminate` for an agent serving plain HTTP on loopback), or
  * `hang` (accepts and never answers). Only a forward to the port the agent listens on inside
  * its pod (`inPod`, default the DaemonSet's loopback port, DEFAULT_AGENT_PORT) reaches it;
@@ -25,7 +25,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { DEFAULT_AGENT_PORT } from '../../src/fleet/options.js';
 
-export type AgentTarget = { port: number; terminate?: { key: string; cert: string }; inPod?: number } | 'hang';
+export type AgentTarget = { port: number; host?: string; terminate?: { key: string; cert: string }; inPod?: number } | 'hang';
 
 const SCRIPT = String.raw`#!/usr/bin/env node
 const fs = require('node:fs');
@@ -206,7 +206,7 @@ export class FakeCluster {
       if (target === 'hang') return;
       if (Number(remote) !== (target.inPod ?? DEFAULT_AGENT_PORT)) return void c.destroy();
       void this.portOf(target).then((port) => {
-        const up = net.connect(port, '127.0.0.1');
+        const up = net.connect(port, target.terminate ? '127.0.0.1' : (target.host ?? '127.0.0.1'));
         this.sockets.add(up);
         up.on('close', () => c.destroy());
         up.on('error', () => c.destroy());

@@ -1,17 +1,22 @@
 /**
- * `fleet triage` through the fake cluster's port-forward to a REAL agent process serving
- * --auth kubernetes against the FAKE API server: the agent itself reviews the caller's
- * token and asks whether the caller may `get nodes/nodetruth` on its node. A caller it
- * refuses gets a row saying 403; one it admits gets the node's verdict.
+ * `fleet triage` through the fake cluster's port-forward to a REAL agent process started as the
+ * DaemonSet starts it: two addresses (here 127.0.0.1 for the node's and 127.0.0.2 for the node's
+ * loopback port), --auth kubernetes and TLS on both, against the FAKE API server. The forward
+ * passes the caller's TLS through to the second address; the run checks the agent's own
+ * self-signed certificate (--agent-ca, names the pod's host IP through NODE_IP). The agent
+ * itself reviews the caller's token and asks whether the caller may `get nodes/nodetruth` on its
+ * node: a caller it refuses gets a row saying 403; one it admits gets the node's verdict.
  */
-import { mkdtempSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import { EventEmitter } from 'node:events';
 import t from 'tap';
 import { fleetMain } from '../../src/fleet/fleet.js';
-import { makeSelfSigned } from '../../src/server/tls.js';
-import { startAgentProcess } from '../helpers/agent-process.js';
+import { freePort, REPO } from '../helpers/agent-process.js';
 import { FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 import { FakeCluster } from './fake-cluster.js';
 
@@ -21,22 +26,46 @@ api.tokens.set('token-alice', { username: 'alice', groups: ['system:authenticate
 api.tokens.set('token-mallory', { username: 'mallory', groups: ['system:authenticated'] });
 api.authorize = (r) => ({ allowed: r.user === 'alice' && r.resourceAttributes.resource === 'nodes' && r.resourceAttributes.subresource === 'nodetruth' && r.resourceAttributes.name === 'node-real' });
 const dir = mkdtempSync(path.join(tmpdir(), 'fleet-real-'));
-const agent = await startAgentProcess(['--auth', 'kubernetes', '--kubeconfig', api.writeKubeconfig(dir), '--node-name', 'node-real', '--host-root', dir]);
+const [nodePort, loopbackPort] = [await freePort(), await freePort()];
+const agent = spawn(
+  process.execPath,
+  ['--import', 'tsx', path.join(REPO, 'src/cli.ts'), 'serve', `--listen=127.0.0.1:${nodePort},127.0.0.2:${loopbackPort}`, '--auth=kubernetes', '--tls=on', '--kubeconfig', api.writeKubeconfig(dir), '--node-name', 'node-real', '--host-root', dir],
+  { cwd: REPO, env: { ...process.env, NODE_IP: HOST_IP }, stdio: ['ignore', 'pipe', 'pipe'] },
+);
+let agentLog = '';
+agent.stdout.setEncoding('utf8').on('data', (d: string) => (agentLog += d));
+agent.stderr.setEncoding('utf8').on('data', (d: string) => (agentLog += d));
+for (let i = 0; i < 1200 && !agentLog.includes('nodetruth serving'); i++) {
+  if (agent.exitCode !== null) throw new Error(`agent exited: ${agentLog}`);
+  await new Promise((r) => setTimeout(r, 50));
+}
+if (!agentLog.includes('nodetruth serving')) throw new Error(`agent did not start: ${agentLog.slice(-2000)}`);
+// the agent's own certificate, as an operator takes it (its log names the pin; here, from the socket)
+const caFile = path.join(dir, 'agent.pem');
+{
+  const s = tls.connect({ host: '127.0.0.2', port: loopbackPort, rejectUnauthorized: false });
+  await once(s, 'secureConnect');
+  const der = s.getPeerCertificate().raw;
+  s.destroy();
+  writeFileSync(caFile, `-----BEGIN CERTIFICATE-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END CERTIFICATE-----\n`);
+}
 const cluster = await new FakeCluster().start('token-mallory');
-const pems = await makeSelfSigned({ dns: ['node-real'], ips: [HOST_IP] });
 cluster.nodes.push({ name: 'node-real', pod: { name: 'nodetruth-real1', hostIP: HOST_IP } });
-// the agent serves plain HTTP on loopback here; the fake forward terminates TLS in front of it
-cluster.agents.set('nodetruth-real1', { port: Number(new URL(agent.url).port), terminate: pems });
+// the forward reaches the agent's loopback address (inPod: fleet's default port), TLS passed through
+cluster.agents.set('nodetruth-real1', { host: '127.0.0.2', port: loopbackPort });
 t.teardown(async () => {
   await cluster.stop();
-  await agent.stop();
+  if (agent.exitCode === null) {
+    agent.kill('SIGTERM');
+    await once(agent, 'exit');
+  }
   await api.stop();
 });
 
 async function run(token: string) {
   process.env.FAKE_FLEET_TOKEN = token;
   let out = '';
-  const code = await fleetMain(['triage', '-o', 'json', '--timeout', '60s', '--insecure-skip-agent-verify'], { out: (s) => void (out += s), err: () => {} }, new EventEmitter());
+  const code = await fleetMain(['triage', '-o', 'json', '--timeout', '60s', '--agent-ca', caFile], { out: (s) => void (out += s), err: () => {} }, new EventEmitter());
   return { code, rows: JSON.parse(out) as { node: string; verdict: string | null; error?: string; findings?: unknown[] }[] };
 }
 
