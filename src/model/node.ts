@@ -70,6 +70,8 @@ export interface NodeFacts {
   criLatency: CriLatency;
   /** the node OS and where kubelet's and the runtime's setup was found */
   nodeOs?: NodeOs;
+  /** statfs of the data roots the node names (kubelet --root-dir, containerd's root) that the fixed disk list lacks */
+  dataDisks?: DiskUse[];
 }
 
 /** A fact and where it came from: a flag on a command line, a file, a known path, a default. */
@@ -91,11 +93,26 @@ export interface NodeOs {
     configDir: Sourced | null;
     kubeconfig: Sourced | null;
     certDir: Sourced;
+    /** --root-dir: the filesystem kubelet's nodefs signals watch */
+    rootDir: Sourced;
+    /** --cgroup-driver or the config's cgroupDriver; null when neither sets it */
+    cgroupDriver: Sourced | null;
     containerRuntimeEndpoint: Sourced | null;
     /** the config files merged, in order */
     files: Array<{ path: string; role: 'config' | 'drop-in'; from: string }>;
   };
-  containerd: { pid: number | null; config: Sourced | null; address: Sourced | null; root: Sourced | null; configVersion: number | null } | null;
+  containerd: {
+    pid: number | null;
+    config: Sourced | null;
+    address: Sourced | null;
+    /** where images and snapshots live: the filesystem kubelet's imagefs signals watch */
+    root: Sourced | null;
+    configVersion: number | null;
+    /** `SystemdCgroup` of the runc runtime's options: systemd or cgroupfs */
+    cgroupDriver: Sourced | null;
+  } | null;
+  /** what sets the node's cgroup hierarchy: systemd's switches on the kernel command line */
+  cgroup: { kernelCmdline: Sourced | null };
   /** the CRI endpoint the agent uses and how it was found */
   criEndpoint: Sourced | null;
 }

@@ -33,7 +33,22 @@ export const KUBELET_FLAG_FILES: ReadonlyArray<{ distribution: string; path: str
 /** kubelet's own defaults for the flags the agent uses (kubelet --help) */
 export const KUBELET_FLAG_DEFAULTS = {
   'cert-dir': '/var/lib/kubelet/pki',
+  'root-dir': '/var/lib/kubelet',
 } as const;
+
+/** containerd's own defaults (containerd config default) */
+export const CONTAINERD_DEFAULTS = {
+  config: '/etc/containerd/config.toml',
+  root: '/var/lib/containerd',
+} as const;
+
+/**
+ * systemd drop-in directories of containerd's unit, read for the Environment= line that
+ * names its config: Flatcar's post-update step writes 10-use-cgroupfs.conf here
+ * (CONTAINERD_CONFIG=/usr/share/containerd/config-cgroupfs.toml) to keep upgraded nodes
+ * on cgroupfs and cgroup v1 (flatcar-docs container-runtimes/switching-to-unified-cgroups).
+ */
+export const CONTAINERD_UNIT_DROPIN_DIRS: readonly string[] = ['/etc/systemd/system/containerd.service.d', '/run/systemd/system/containerd.service.d'];
 
 /**
  * CRI sockets tried, in order, when neither --cri-endpoint nor kubelet names one.
@@ -85,8 +100,10 @@ export const OS_IDS: Readonly<Record<string, string>> = {
 export const NODE_OS_LIMITS = {
   /** drop-in files read at most (kubelet reads every *.conf; more than this is a hostile directory) */
   maxDropIns: 64,
-  /** directory entries looked at in a drop-in directory */
+  /** directory entries looked at in a drop-in directory, its subdirectories included */
   maxDirEntries: 20_000,
+  /** subdirectory levels of a drop-in directory walked (kubelet walks them all) */
+  maxDropInDepth: 8,
   /** bytes of one config file or drop-in */
   maxConfigBytes: 1024 * 1024,
   /** argv entries of one command line read */

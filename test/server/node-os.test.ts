@@ -114,7 +114,17 @@ t.test("Talos: the CRI containerd, never the system one, even when it is the onl
   const a = await testApp(['--host-root', both.root]);
   t.equal(a.deps.config.criEndpoint, `unix://${path.join(both.root, 'run/containerd/containerd.sock')}`);
   const n = (await a.app.inject({ method: 'GET', url: '/v1/node' })).json();
-  t.match(n.facts.nodeOs, { distribution: { id: 'talos' }, flavor: { name: 'talos' }, containerd: { pid: 1020, address: { value: '/run/containerd/containerd.sock' } } });
+  t.match(n.facts.nodeOs, { distribution: { id: 'talos', versionId: 'v1.13.0' }, flavor: { name: 'talos' }, containerd: { pid: 1020, address: { value: '/run/containerd/containerd.sock' } } });
+  // kubelet as machined starts it: --config and --cert-dir on its command line, the endpoint in its config
+  t.match(n.facts.nodeOs.kubelet, {
+    pid: 1410,
+    config: { value: '/etc/kubernetes/kubelet.yaml', source: 'kubelet --config (/proc/1410/cmdline)' },
+    kubeconfig: { value: '/etc/kubernetes/kubeconfig-kubelet' },
+    certDir: { value: '/var/lib/kubelet/pki', source: 'kubelet --cert-dir (/proc/1410/cmdline)' },
+    containerRuntimeEndpoint: { value: 'unix:///run/containerd/containerd.sock', source: 'kubelet config containerRuntimeEndpoint (/etc/kubernetes/kubelet.yaml)' },
+  });
+  t.match(n.facts.nodeOs.criEndpoint, { source: 'kubelet config containerRuntimeEndpoint (/etc/kubernetes/kubelet.yaml)' });
+  t.match(n.facts.eviction, { configPath: '/etc/kubernetes/kubelet.yaml', foundBy: 'cmdline' });
   await a.close();
   both.cleanup();
   const onlySystem = distroHost('talos', { withoutSockets: ['/run/containerd/containerd.sock'] });
@@ -135,7 +145,7 @@ t.test('Talos: no journal: /v1/logs?query=kubelet answers from /var/log/kubelet.
   t.equal(b.source, 'file');
   t.equal(b.file, '/var/log/kubelet.log');
   t.equal(b.lines.length, 2);
-  t.match(b.lines[1], /^E1202 .*CrashLoopBackOff/);
+  t.match(JSON.parse(b.lines[1]), { msg: 'Error syncing pod, skipping', err: /CrashLoopBackOff/ }, 'kubelet logs JSON lines on Talos');
   t.match(b.warnings[0], /no journal on this node: answered from \/var\/log\/kubelet\.log/);
   const p = await ta.app.inject({ method: 'GET', url: '/v1/logs?query=kubelet&pattern=SyncLoop' });
   t.equal(p.json().lines.length, 1, 'the same pattern parameter');

@@ -6,7 +6,7 @@
  */
 import type { NodeOs, Sourced } from '../../model/node.js';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { KUBELET_FLAG_DEFAULTS, NODE_OS_LIMITS, NOT_CRI_SOCKETS, OS_IDS } from '../../rules/node-os.js';
+import { CONTAINERD_DEFAULTS, CONTAINERD_UNIT_DROPIN_DIRS, KUBELET_FLAG_DEFAULTS, NODE_OS_LIMITS, NOT_CRI_SOCKETS, OS_IDS } from '../../rules/node-os.js';
 import { discoveredEndpoint, socketHostPath } from '../cri/endpoint.js';
 import { kubeletArgv } from './kubelet-config.js';
 import { parseFlags, type KubeletSetup } from './kubelet-flags.js';
@@ -23,13 +23,13 @@ export function parseOsRelease(text: string): Record<string, string> {
 }
 
 /**
- * The top-level keys of a containerd config.toml the agent uses: `version`, `root`,
- * `state` and `[grpc] address`. A line reader, not a TOML parser: enough for the
+ * The keys of a containerd config.toml the agent uses: `version`, `root`, `[grpc]
+ * address` and the runc runtime's `SystemdCgroup`. A line reader, not a TOML parser: enough for the
  * files containerd and the distributions write (config version 2 or 3).
  */
-export function containerdConfigTop(text: string): { version: number | null; root: string | null; address: string | null } {
+export function containerdConfigTop(text: string): { version: number | null; root: string | null; address: string | null; systemdCgroup: boolean | null } {
   let table = '';
-  const r = { version: null as number | null, root: null as string | null, address: null as string | null };
+  const r = { version: null as number | null, root: null as string | null, address: null as string | null, systemdCgroup: null as boolean | null };
   for (const raw of text.split('\n').slice(0, 20_000)) {
     const line = raw.trim();
     const t = /^\[\s*([^\]]{1,256})\s*\]$/.exec(line);
@@ -43,6 +43,8 @@ export function containerdConfigTop(text: string): { version: number | null; roo
     if (table === '' && kv[1] === 'version') r.version = Number.parseInt(kv[2]!, 10) || null;
     if (table === '' && kv[1] === 'root') r.root = str;
     if (table === 'grpc' && kv[1] === 'address') r.address = str;
+    // config version 2 (io.containerd.grpc.v1.cri) and 3 (io.containerd.cri.v1.runtime): the runc runtime's options
+    if (kv[1] === 'SystemdCgroup' && /\.runtimes\.['"]?runc['"]?\.options$/.test(table)) r.systemdCgroup = /^true\b/.test(kv[2]!.trim());
   }
   return r;
 }
@@ -70,6 +72,8 @@ export async function readNodeOs(fs: HostFs, o: { kubeletPid: number | null; con
     configDir: fromFlag('config-dir') ?? (o.setup?.config.files.some((f) => f.role === 'drop-in') ? { value: o.setup.config.files.find((f) => f.role === 'drop-in')!.path.replace(/\/[^/]*$/, ''), source: 'known path' } : null),
     kubeconfig: fromFlag('kubeconfig'),
     certDir: fromFlag('cert-dir') ?? { value: KUBELET_FLAG_DEFAULTS['cert-dir'], source: "kubelet's default" },
+    rootDir: fromFlag('root-dir') ?? { value: KUBELET_FLAG_DEFAULTS['root-dir'], source: "kubelet's default" },
+    cgroupDriver: fromFlag('cgroup-driver') ?? sourced(typeof doc.cgroupDriver === 'string' ? doc.cgroupDriver : null, `kubelet config cgroupDriver (${docSource('cgroupDriver')})`),
     containerRuntimeEndpoint: cre,
     files: o.setup?.config.files ?? [],
   };
@@ -82,16 +86,18 @@ export async function readNodeOs(fs: HostFs, o: { kubeletPid: number | null; con
     const address = cf.get('address')?.value ?? null;
     if (address !== null && NOT_CRI_SOCKETS.includes(socketHostPath(address) ?? '')) continue;
     const where = `/proc/${pid}/cmdline`;
-    const configPath = cf.get('config')?.value ?? '/etc/containerd/config.toml';
+    const configPath = cf.get('config')?.value ?? CONTAINERD_DEFAULTS.config;
     const text = configPath.startsWith('/') ? await fs.readFile(configPath, NODE_OS_LIMITS.maxConfigBytes).catch(() => null) : null;
-    const top = text ? containerdConfigTop(text) : { version: null, root: null, address: null };
-    const cfgSrc = cf.get('config') ? `containerd --config (${where})` : "containerd's default";
+    const top = text ? containerdConfigTop(text) : { version: null, root: null, address: null, systemdCgroup: null };
+    const setBy = cf.get('config') ? await unitSetting(fs, CONTAINERD_UNIT_DROPIN_DIRS, 'CONTAINERD_CONFIG', configPath) : null;
+    const cfgSrc = cf.get('config') ? `containerd --config (${where})${setBy ? `, CONTAINERD_CONFIG set by ${setBy}` : ''}` : "containerd's default";
     containerd = {
       pid,
       config: text !== null ? { value: configPath, source: cfgSrc } : null,
       address: sourced(address, `containerd --address (${where})`) ?? sourced(top.address, `[grpc] address (${configPath})`),
-      root: sourced(cf.get('root')?.value, `containerd --root (${where})`) ?? sourced(top.root, `root (${configPath})`),
+      root: sourced(cf.get('root')?.value, `containerd --root (${where})`) ?? sourced(top.root, `root (${configPath})`) ?? (text !== null || !cf.get('config') ? { value: CONTAINERD_DEFAULTS.root, source: "containerd's default" } : null),
       configVersion: top.version,
+      cgroupDriver: top.systemdCgroup === null ? null : { value: top.systemdCgroup ? 'systemd' : 'cgroupfs', source: `runc options SystemdCgroup = ${top.systemdCgroup} (${configPath})` },
     };
     break;
   }
@@ -104,7 +110,38 @@ export async function readNodeOs(fs: HostFs, o: { kubeletPid: number | null; con
     kubelet,
     containerd,
     criEndpoint,
+    cgroup: { kernelCmdline: await cgroupCmdline(fs) },
   };
+}
+
+/** systemd's cgroup switches on the kernel command line (systemd.unified_cgroup_hierarchy=0 keeps cgroup v1). */
+async function cgroupCmdline(fs: HostFs): Promise<Sourced | null> {
+  const text = await fs.readFile('/proc/cmdline', NODE_OS_LIMITS.maxOsReleaseBytes).catch(() => null);
+  const words = (text ?? '').split(/\s+/).slice(0, 512).filter((w) => /^(systemd\.unified_cgroup_hierarchy|systemd\.legacy_systemd_cgroup_controller|cgroup_no_v1|cgroup_enable)(=|$)/.test(w));
+  return words.length ? { value: words.join(' ').slice(0, 1024), source: '/proc/cmdline' } : null;
+}
+
+/**
+ * Which systemd drop-in of a unit sets `Environment=NAME=value` to this value (Flatcar
+ * keeps upgraded nodes on cgroupfs through containerd.service.d/10-use-cgroupfs.conf
+ * setting CONTAINERD_CONFIG). Bounded: files per directory, bytes per file.
+ */
+async function unitSetting(fs: HostFs, dirs: readonly string[], name: string, value: string): Promise<string | null> {
+  for (const d of dirs) {
+    const entries = await fs.readdir(await fs.dir(d)).catch(() => null);
+    if (!entries) continue;
+    const names = entries.filter((e) => e.name.endsWith('.conf')).map((e) => e.name).sort().slice(0, NODE_OS_LIMITS.maxDropIns);
+    let found: string | null = null;
+    for (const n of names) {
+      const text = await fs.readFile(`${d}/${n}`, 64 * 1024).catch(() => null);
+      for (const line of (text ?? '').split('\n').slice(0, 1000)) {
+        const m = /^\s*Environment\s*=\s*"?([A-Za-z_][A-Za-z0-9_]*)=([^"\s]*)"?\s*$/.exec(line);
+        if (m && m[1] === name) found = m[2] === value ? `${d}/${n}` : null; // a later drop-in wins, as in systemd
+      }
+    }
+    if (found) return found;
+  }
+  return null;
 }
 
 /** Which Kubernetes distribution runs here, from what its kubelet and containerd show. */
@@ -120,5 +157,6 @@ function flavorOf(id: string | null, kubelet: NodeOs['kubelet'], containerd: Nod
   if (cfg === '/etc/kubernetes/kubelet/config.json') return { name: 'eks', evidence: `kubelet config ${cfg} (${kubelet.config!.source})` };
   if (cfg === '/etc/default/kubeletconfig.json' || setup?.flagsFrom?.startsWith('/etc/default/kubelet')) return { name: 'aks', evidence: cfg ? `kubelet config ${cfg}` : setup!.flagsFrom! };
   if (cfg === '/home/kubernetes/kubelet-config.yaml') return { name: 'gke', evidence: `kubelet config ${cfg}` };
+  if (kubelet.kubeconfig?.value === '/etc/kubernetes/kubelet.conf') return { name: 'kubeadm', evidence: `kubelet --kubeconfig /etc/kubernetes/kubelet.conf (${kubelet.kubeconfig.source})` };
   return null;
 }
