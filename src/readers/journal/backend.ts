@@ -1,18 +1,29 @@
 /**
- * Which backend answers a unit query of /v1/logs: the journal when the node keeps one
- * (/var/log/journal or /run/log/journal under the host root), else the log file the
- * distribution keeps for the unit under /var/log (rules/node-os.ts UNIT_LOG_FILES:
- * Talos' /var/log/<service>.log, kubelet's --log-file). A node without either answers
+ * Which backend answers a unit query of /v1/logs: kubelet's own --log-file when its
+ * command line names one, the journal when the node keeps one (/var/log/journal or
+ * /run/log/journal under the host root), else the log file the distribution keeps for
+ * the unit under /var/log (rules/node-os.ts UNIT_LOG_FILES: Talos' /var/log/<service>.log). A node without either answers
  * source_unavailable naming what was looked for: never 200 with nothing, which would
  * read as "the unit logged nothing".
  */
 import { SourceError } from '../errors.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { JOURNAL_DIRS, UNIT_LOG_FILES } from '../../rules/node-os.js';
-import { readLogFile } from './file-log.js';
+import { readHostLogFile } from './file-log.js';
 import { JOURNAL_LIMITS } from './limits.js';
+import { kubeletLogFile, type KubeletLogFile } from '../node/kubelet-log.js';
 
-export type LogBackend = { kind: 'journal' } | { kind: 'file'; files: Array<{ unit: string; rel: string }> };
+/** A unit's log file: its host path, the directory it must stay inside, and how it was found. */
+export interface UnitFile {
+  unit: string;
+  path: string;
+  within: string;
+  from: string;
+}
+
+export type LogBackend = { kind: 'journal'; warnings: string[] } | { kind: 'file'; files: UnitFile[]; why: string };
+
+const isKubelet = (unit: string) => unit.replace(/\.service$/, '') === 'kubelet';
 
 /** The files a unit may log to under /var/log (relative), in order. */
 export function unitLogFiles(unit: string): readonly string[] {
@@ -20,27 +31,40 @@ export function unitLogFiles(unit: string): readonly string[] {
   return UNIT_LOG_FILES[name] ?? [`${name}.log`];
 }
 
-export async function chooseLogBackend(fs: HostFs, units: readonly string[]): Promise<LogBackend> {
-  for (const d of JOURNAL_DIRS) if (await fs.exists(d)) return { kind: 'journal' };
-  const files: Array<{ unit: string; rel: string }> = [];
+/**
+ * kubelet started with --log-file (and --logtostderr=false) writes there and not to the
+ * journal (rke2: kubelet is not even a unit): a query of kubelet alone reads that file,
+ * journal or not. Otherwise the journal when the node keeps one, else the files under
+ * /var/log the distribution keeps.
+ */
+export async function chooseLogBackend(fs: HostFs, units: readonly string[], kubeletFile?: KubeletLogFile | null): Promise<LogBackend> {
+  const kf = units.some(isKubelet) ? (kubeletFile === undefined ? await kubeletLogFile(fs) : kubeletFile) : null;
+  if (kf && 'refused' in kf) throw new SourceError('bad_parameter', `query: kubelet logs to a file it names, refused: ${kf.refused} (${kf.from})`, { param: 'query' });
+  if (kf && units.every(isKubelet)) return { kind: 'file', files: [{ unit: units[0]!, path: kf.path, within: kf.within, from: kf.from }], why: 'kubelet logs to a file, not to the journal' };
+  let journal = false;
+  for (const d of JOURNAL_DIRS) if (await fs.exists(d)) journal = true;
+  if (journal) return { kind: 'journal', warnings: kf ? [`kubelet logs to ${kf.path} (${kf.from}), not to the journal: query kubelet alone to read that file`] : [] };
+  const files: UnitFile[] = [];
   const lookedFor: string[] = [...JOURNAL_DIRS];
   for (const unit of units) {
-    let found: string | null = null;
+    if (kf && isKubelet(unit)) {
+      files.push({ unit, path: kf.path, within: kf.within, from: kf.from });
+      continue;
+    }
     for (const rel of unitLogFiles(unit)) {
-      lookedFor.push(`${JOURNAL_LIMITS.nodeLogDir}/${rel}`);
-      // a link counts as there: reading it then refuses one that leads out of /var/log (400), never a silent 503
       const p = `${JOURNAL_LIMITS.nodeLogDir}/${rel}`;
+      lookedFor.push(p);
+      // a link counts as there: reading it then refuses one that leads out of /var/log (400), never a silent 503
       if ((await fs.exists(p)) || (await fs.readlink(p).catch(() => null)) !== null) {
-        found = rel;
+        files.push({ unit, path: p, within: JOURNAL_LIMITS.nodeLogDir, from: `the file the node keeps for ${unit}` });
         break;
       }
     }
-    if (found !== null) files.push({ unit, rel: found });
   }
   if (files.length === 0) {
     throw new SourceError('source_unavailable', `no journal and no log file for ${units.join(', ') || 'the query'} on this node (looked for ${lookedFor.join(', ')} under the host root)`);
   }
-  return { kind: 'file', files };
+  return { kind: 'file', files, why: 'no journal on this node' };
 }
 
 /** A unit query answered from the files the node keeps (chooseLogBackend said which), with the same tailLines and pattern. */
@@ -50,13 +74,13 @@ export async function readUnitFiles(fs: HostFs, b: Extract<LogBackend, { kind: '
   let truncated = false;
   const missing = units.filter((u) => !b.files.some((f) => f.unit === u));
   for (const f of b.files) {
-    const r = await readLogFile(fs, f.rel, tailLines, pattern);
+    const r = await readHostLogFile(fs, f.path, f.within, tailLines, pattern);
     lines.push(...r.lines);
     truncated ||= r.truncated;
     warnings.push(...r.warnings);
   }
-  const paths = b.files.map((f) => `${JOURNAL_LIMITS.nodeLogDir}/${f.rel}`);
-  warnings.unshift(`no journal on this node: answered from ${paths.join(', ')} (the file the node keeps for ${b.files.map((f) => f.unit).join(', ')}); sinceTime, untilTime, boot and priority are not applied to a file`);
+  const paths = b.files.map((f) => f.path);
+  warnings.unshift(`${b.why}: answered from ${b.files.map((f) => `${f.path} (${f.from})`).join(', ')}; sinceTime, untilTime, boot and priority are not applied to a file`);
   if (missing.length) warnings.push(`no journal and no log file for ${missing.join(', ')}`);
   return { source: 'file' as const, file: paths[0]!, files: paths, lines: tailLines !== null && b.files.length > 1 ? lines.slice(-tailLines) : lines, truncated, warnings };
 }

@@ -22,16 +22,24 @@ export interface FileLogResult {
  * last maxFileBytes of them.
  */
 export async function readLogFile(fs: HostFs, rel: string, tailLines: number | null, pattern: string | null): Promise<FileLogResult> {
-  const hostPath = `${JOURNAL_LIMITS.nodeLogDir}/${rel}`;
-  // every component resolved inside the host root and, for a node log query, inside
-  // /var/log: a directory link such as /var/log/foo -> /etc is refused, not followed
+  return readHostLogFile(fs, `${JOURNAL_LIMITS.nodeLogDir}/${rel}`, JOURNAL_LIMITS.nodeLogDir, tailLines, pattern);
+}
+
+/**
+ * A log file at a host path, read only inside `within` (a host directory): /var/log for a
+ * node log query, the directory kubelet's --log-file names for its log. Bounded and
+ * redacted as readLogFile.
+ */
+export async function readHostLogFile(fs: HostFs, hostPath: string, within: string, tailLines: number | null, pattern: string | null): Promise<FileLogResult> {
+  // every component resolved inside the host root and inside `within`: a directory
+  // link such as /var/log/foo -> /etc, or a file link out of it, is refused, not followed
   let fh: fsp.FileHandle | null;
   try {
-    fh = await fs.openFile(hostPath, { within: JOURNAL_LIMITS.nodeLogDir });
+    fh = await fs.openFile(hostPath, { within });
   } catch (err) {
     const refused = (code: SourceErrorCode, detail: string) => new SourceError(code, `query: ${detail}`, { param: 'query' });
     if (isHostPathError(err)) {
-      if (err.code === 'EXDEV') throw refused('path_outside_root', `${hostPath} leads outside ${JOURNAL_LIMITS.nodeLogDir}`);
+      if (err.code === 'EXDEV') throw refused('path_outside_root', `${hostPath} leads outside ${within}`);
       if (err.code === 'EFTYPE') throw refused('path_not_regular', `${hostPath} is not a regular file`);
     }
     const code = (err as NodeJS.ErrnoException).code;

@@ -56,13 +56,13 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
       // a node without a journal: the unit's log file, saying so; none: 503 naming what was looked for
       const backend = await chooseLogBackend(deps.hostFs, q.units);
       if (backend.kind === 'file') {
-        if (q.follow) throw new SourceError('source_unsupported', `follow: no journal on this node; ${backend.files.map((f) => f.rel).join(', ')} under /var/log can be read without follow`);
+        if (q.follow) throw new SourceError('source_unsupported', `follow: ${backend.why}; ${backend.files.map((f) => f.path).join(', ')} can be read without follow`);
         return readUnitFiles(deps.hostFs, backend, q.units, q.tailLines, q.pattern);
       }
       if (!q.follow) {
         // the journalctl child ends with the request: killed and reaped when the client goes away
         const r = await deps.journal.query(q, requestSignal(req));
-        return { source: 'journal' as const, records: r.records, warnings: r.warnings, truncated: r.truncated, command: r.command };
+        return { source: 'journal' as const, records: r.records, warnings: [...backend.warnings, ...r.warnings], truncated: r.truncated, command: r.command };
       }
       if (q.pattern !== null) await deps.journal.checkPattern(q.pattern, requestSignal(req));
       const release = followLimiter(deps).acquire();
