@@ -8,7 +8,7 @@
 import type { CgroupRecord } from '../model/cgroup.js';
 import type { DiskUse, KubeletHealth, NodeFacts, PidUse } from '../model/node.js';
 import type { Container, PodSandbox, RuntimeStatus } from '../model/runtime.js';
-import type { StatFile } from '../readers/cgroup/cgroups.js';
+import type { StatFile } from '../readers/cgroup/stats.js';
 import type { RuntimeIndex, RuntimeNameBook } from '../view/runtime-index.js';
 import type { Sources } from '../sources.js';
 import { nodeFacts } from '../readers/node/facts.js';

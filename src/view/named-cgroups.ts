@@ -10,7 +10,8 @@ import type { CgroupMode, CgroupRecord, CgroupStats } from '../model/cgroup.js';
 import { SingleFlight } from '../lib/concurrency.js';
 import { type RuntimeIndexSource, type RuntimeJoin, RuntimeNameBook } from './runtime-index.js';
 import type { HostFs } from '../readers/hostfs/hostfs.js';
-import { detectMode, type FoundCgroup, readMany, type StatFile, walkKubepods } from '../readers/cgroup/cgroups.js';
+import { detectMode, type FoundCgroup, walkKubepods } from '../readers/cgroup/cgroups.js';
+import { readMany, type StatFile } from '../readers/cgroup/stats.js';
 import { measureThrottling, type ThrottlingReport } from '../readers/cgroup/throttling.js';
 import { matchCgroupId, requireV2, type CgroupMatch } from './cgroup-lookup.js';
 

@@ -1,6 +1,7 @@
 /**
- * The cgroup v2 source: which cgroup mode the host runs, where the kubepods
- * cgroups are (both kubelet drivers), and what each one's interface files say.
+ * The cgroup v2 source: which cgroup mode the host runs and where the kubepods
+ * cgroups are (both kubelet drivers); what each one's interface files say is
+ * read in stats.ts.
  *
  * Every cgroup directory is resolved once (HostFs.dir / child) and its files are
  * then opened with readIn (O_NOFOLLOW, no path walk), so a node with a thousand
@@ -8,13 +9,10 @@
  * the read (a container that just died) are skipped, not errors.
  */
 import type { Dirent } from 'node:fs';
-import type { CgroupDriver, CgroupMode, CgroupStats, IoDeviceStat, KubeCgroup, PidsStats, Pressure, QosClass } from '../../model/cgroup.js';
+import type { CgroupDriver, CgroupMode, KubeCgroup, QosClass } from '../../model/cgroup.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
 import { mapLimit } from '../../lib/concurrency.js';
-import { nextTurn, Slice } from '../../lib/turns.js';
-import { scanFilesInSync } from '../hostfs/read-sync.js';
-import { cpuMaxAt, cpuStatInto, emptyCpu, emptyMemory, ioStatAt, limitAt, memoryEventsAt, memoryStatInto, psiAt, singleAt, workingSet } from './parse.js';
 import { KUBEPODS_NAMES, normUid } from './kubepods-path.js';
 
 export const CGROUP_MOUNT = '/sys/fs/cgroup';
@@ -189,157 +187,6 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
     return out;
   });
   return perPod.flat();
-}
-
-/** The interface files read for each cgroup, in one place. */
-const FILES = [
-  'memory.current',
-  'memory.max',
-  'memory.peak',
-  'memory.swap.current',
-  'memory.swap.max',
-  'memory.events',
-  'memory.events.local',
-  'memory.stat',
-  'cpu.stat',
-  'cpu.max',
-  'cpu.weight',
-  'pids.current',
-  'pids.max',
-  'io.stat',
-  'cpu.pressure',
-  'memory.pressure',
-  'io.pressure',
-  // last, so the indexes above keep their numbers
-  'memory.high',
-] as const;
-export const STAT_FILES: readonly string[] = FILES;
-export type StatFile = (typeof FILES)[number];
-
-const FILE_ID = new Map<string, number>(FILES.map((f, i) => [f, i]));
-/** For each list of files a caller reads, their index in FILES (worked out once per list). */
-const fileIds = new WeakMap<readonly StatFile[], Uint8Array>();
-const idsOf = (only: readonly StatFile[]) => {
-  let ids = fileIds.get(only);
-  if (!ids) fileIds.set(only, (ids = Uint8Array.from(only, (f) => FILE_ID.get(f)!)));
-  return ids;
-};
-
-/** The largest file read: io.stat of a node with many devices; anything longer is cut (and its last line refused). */
-const MAX_FILE_BYTES = 64 * 1024;
-
-/**
- * Read and parse one cgroup's files. Missing files give nulls; null overall
- * when the cgroup itself is gone (cpu.stat exists in every v2 cgroup, whether
- * or not the cpu controller is enabled). Synchronous reads (scanFilesInSync):
- * cgroupfs never waits on a disk, and one cgroup is a small batch. Each file is
- * parsed in the read buffer as it is (no string per file, line or key), and only
- * the keys a record holds are kept.
- */
-export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] = FILES, onMalformed?: (file: string) => void): CgroupStats | null {
-  // `only`: a caller that needs a few fields (a /metrics scrape) reads only their files;
-  // the others parse as absent (null). On a 1,000-container node every file is ~20 µs.
-  const ids = idsOf(only);
-  const memory = emptyMemory();
-  const cpu = emptyCpu();
-  const pids: PidsStats = { current: null, max: null };
-  const pressure: Pressure = { cpu: null, memory: null, io: null };
-  let io: IoDeviceStat[] | null = null;
-  let sawCpuStat = false;
-  let id = 0;
-  // one closure a cgroup, not one a file: it names the file being parsed
-  const bad = onMalformed && (() => onMalformed(FILES[id]!));
-  const there = scanFilesInSync(dir, only, MAX_FILE_BYTES, (i, b, len) => {
-    id = ids[i]!;
-    switch (id) {
-      case 0: memory.current = singleAt(b, 0, len, bad); break;
-      case 1: memory.max = limitAt(b, 0, len, bad); break;
-      case 2: memory.peak = singleAt(b, 0, len, bad); break;
-      case 3: memory.swapCurrent = singleAt(b, 0, len, bad); break;
-      case 4: memory.swapMax = limitAt(b, 0, len, bad); break;
-      case 5: memory.events = memoryEventsAt(b, 0, len, bad); break;
-      case 6: memory.eventsLocal = memoryEventsAt(b, 0, len, bad); break;
-      case 7: memoryStatInto(memory, b, 0, len, bad); break;
-      case 8: sawCpuStat = true; cpuStatInto(cpu, b, 0, len, bad); break;
-      case 9: cpu.max = cpuMaxAt(b, 0, len, bad); break;
-      case 10: cpu.weight = singleAt(b, 0, len, bad); break;
-      case 11: pids.current = singleAt(b, 0, len, bad); break;
-      case 12: pids.max = limitAt(b, 0, len, bad); break;
-      case 13: io = ioStatAt(b, 0, len, bad); break;
-      case 14: pressure.cpu = psiAt(b, 0, len, bad); break;
-      case 15: pressure.memory = psiAt(b, 0, len, bad); break;
-      case 16: pressure.io = psiAt(b, 0, len, bad); break;
-      case 17: memory.high = limitAt(b, 0, len, bad); break;
-    }
-  });
-  if (!there) return null;
-  if (!sawCpuStat) {
-    let controllers = false;
-    scanFilesInSync(dir, CONTROLLERS, 4096, () => (controllers = true));
-    if (!controllers) return null;
-  }
-  memory.workingSet = workingSet(memory.current, memory.inactiveFile);
-  return { memory, cpu, pids, io, pressure };
-}
-const CONTROLLERS = ['cgroup.controllers'];
-
-export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<CgroupStats | null> {
-  return readCgroupStatsSync(dir);
-}
-
-/**
- * Cgroups read between two yields to the event loop, at most: 64 take ~10 ms on a loaded
- * 2-core machine (1,450 of them ~250 ms). Fewer when they take longer than READ_SLICE_MS
- * (a slow kernel, files full of junk: up to 17 x 64 KiB each), the clock read every 4.
- * Not lib/turns' 8 ms queue: measured under 50 connections (bench/RESULTS.md, "the event
- * loop at 3,000 containers"), slices that small behind one queue leave the reads of
- * /v1/cgroups behind the renders that yield with a plain setImmediate, and the load shedder
- * answered 503 to 13-38 of them a run at 1,000 containers (none with a plain yield); at 20 ms and a plain
- * yield the longest stretch stayed <= 45 ms of CPU at 1,000 and 3,000 containers.
- */
-const BATCH = 64;
-const READ_SLICE_MS = 20;
-
-/** The clock of a loop of synchronous cgroup reads: `batch` cgroups or READ_SLICE_MS, then a plain yield. */
-export const readSlice = (batch = BATCH, pause: () => Promise<unknown> = () => nextTurn('plain')) => new Slice(batch, READ_SLICE_MS, pause);
-
-/**
- * Read many cgroups, yielding to the event loop every few; vanished ones are dropped,
- * and one that cannot be read (a directory in place of a file: EISDIR; EACCES; EIO)
- * is skipped and named in `warnings`, so it never fails the whole list.
- */
-export async function readMany<C extends FoundCgroup>(
-  _fs: HostFs,
-  cgroups: readonly C[],
-  batch = BATCH,
-  only: readonly StatFile[] = FILES,
-  warnings?: string[],
-  pause?: () => Promise<unknown>,
-): Promise<(C & { stats: CgroupStats })[]> {
-  const out: (C & { stats: CgroupStats })[] = [];
-  // malformed lines are skipped by the parsers and the rest kept; the files are named once per cgroup
-  const malformed = new Set<string>();
-  const onMalformed = warnings && ((f: string) => malformed.add(f));
-  const slice = readSlice(batch, pause);
-  for (let i = 0; i < cgroups.length; i++) {
-    // every `batch` cgroups, or sooner when they take long (files of 64 KiB of junk): the loop is never held long
-    if (slice.due()) await slice.pause();
-    const c = cgroups[i]!;
-    let stats: CgroupStats | null;
-    try {
-      stats = readCgroupStatsSync(c.dir, only, onMalformed);
-    } catch (err) {
-      malformed.clear(); // one warning for a skipped cgroup
-      warnings?.push(`cgroup ${c.path}: unreadable (${errText(err)}), skipped`);
-      continue;
-    }
-    if (malformed.size > 0) {
-      warnings?.push(`cgroup ${c.path}: malformed ${[...malformed].join(', ')} (bad lines skipped, the rest read)`);
-      malformed.clear();
-    }
-    if (stats) out.push({ ...c, stats });
-  }
-  return out;
 }
 
 /** cgroup.procs of a cgroup: the pids (in the reader's pid namespace); null when the cgroup is gone. */

@@ -8,7 +8,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { CpuMax, KubeCgroup } from '../../model/cgroup.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { readFilesInSync } from '../hostfs/read-sync.js';
-import { type FoundCgroup, readSlice, walkKubepods } from './cgroups.js';
+import { type FoundCgroup, walkKubepods } from './cgroups.js';
+import { readSlice } from './stats.js';
 import { parseCpu, parseCpuMax, round } from './parse.js';
 
 export interface ThrottlingEntry extends KubeCgroup {

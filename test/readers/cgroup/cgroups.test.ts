@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import type { CgroupDriver } from '../../../src/model/cgroup.js';
-import { detectMode, readCgroupStats, readMany, readProcs, walkKubepods } from '../../../src/readers/cgroup/cgroups.js';
+import { detectMode, readProcs, walkKubepods } from '../../../src/readers/cgroup/cgroups.js';
+import { readCgroupStats, readMany } from '../../../src/readers/cgroup/stats.js';
 import { TurnQueue } from '../../../src/lib/turns.js';
 import { HostFs } from '../../../src/readers/hostfs/hostfs.js';
 import {
