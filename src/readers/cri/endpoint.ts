@@ -11,10 +11,10 @@
  * for good): the fallback sockets answer instead. Every file is read inside the host
  * root: a path whose real location is outside it is refused.
  */
-import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, constants, type Dirent, existsSync, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { CRI_SOCKETS, NODE_OS_LIMITS, NOT_CRI_SOCKETS } from '../../rules/node-os.js';
-import { mergeConfigs, parseFlags, type ConfigFile } from '../node/kubelet-flags.js';
+import { byBytes, mergeConfigs, parseFlags, type ConfigFile } from '../node/kubelet-flags.js';
 
 export interface EndpointChoice {
   /** unix://<host root>/<socket>, null when none was found */
@@ -149,6 +149,33 @@ export function socketHostPath(endpoint: string): string | null {
   return path.posix.normalize(p);
 }
 
+/** kubelet-flags.ts dropInNames, synchronously: *.conf files in the walk's order, subdirectories included, links not descended; bounded. */
+function dropInNamesSync(hostRoot: string, dirPath: string): string[] {
+  const out: string[] = [];
+  let seen = 0;
+  const visit = (rel: string, depth: number): boolean => {
+    let entries: Dirent[];
+    try {
+      const root = realRoot(hostRoot);
+      const real = realpathSync(path.join(root, dirPath, rel));
+      if (!real.startsWith(`${root}/`)) return true;
+      entries = readdirSync(real, { withFileTypes: true });
+    } catch {
+      return true;
+    }
+    for (const e of entries.sort((a, b) => byBytes(a.name, b.name))) {
+      if (++seen > NODE_OS_LIMITS.maxDirEntries) return false;
+      const name = rel === '' ? e.name : `${rel}/${e.name}`;
+      if (e.isDirectory()) {
+        if (depth < NODE_OS_LIMITS.maxDropInDepth && !visit(name, depth + 1)) return false;
+      } else if (e.name.endsWith('.conf')) out.push(name);
+    }
+    return true;
+  };
+  visit('', 0);
+  return out.slice(0, NODE_OS_LIMITS.maxDropIns);
+}
+
 /** kubelet's config (and --config-dir drop-ins) merged, for containerRuntimeEndpoint; synchronous and bounded. */
 function kubeletConfigEndpoint(hostRoot: string, configPath: string | null, configDir: string | null): { value: string; file: string } | null {
   const parts: Array<{ file: ConfigFile; text: string }> = [];
@@ -157,16 +184,9 @@ function kubeletConfigEndpoint(hostRoot: string, configPath: string | null, conf
     if (text !== null) parts.push({ file: { path: configPath, role: 'config', from: '--config' }, text });
   }
   if (configDir?.startsWith('/')) {
-    let names: string[] = [];
-    try {
-      const dir = realpathSync(path.join(hostRoot, configDir));
-      const root = realpathSync(hostRoot);
-      if (dir.startsWith(`${root}/`)) names = readdirSync(dir).slice(0, NODE_OS_LIMITS.maxDirEntries).filter((n) => n.endsWith('.conf')).sort().slice(0, NODE_OS_LIMITS.maxDropIns);
-    } catch {
-      names = [];
-    }
-    for (const n of names) {
-      const p = `${configDir.replace(/\/+$/, '')}/${n}`;
+    const dir = configDir.replace(/\/+$/, '');
+    for (const n of dropInNamesSync(hostRoot, dir)) {
+      const p = `${dir}/${n}`;
       const text = readHostFileSync(hostRoot, p, NODE_OS_LIMITS.maxConfigBytes);
       if (text !== null) parts.push({ file: { path: p, role: 'drop-in', from: '--config-dir' }, text });
     }

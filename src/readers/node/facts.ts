@@ -8,7 +8,7 @@ import { kubeletCertificates } from './certs.js';
 import { readConntrack } from './conntrack.js';
 import { criLatencyOf } from './cri-latency.js';
 import { diskUse, NODE_DISKS } from '../../view/node-health.js';
-import { evictionChecks, readKubeletConfig } from './kubelet-config.js';
+import { DEFAULT_DATA_ROOTS, evictionChecks, readKubeletConfig, type DataRoots } from './kubelet-config.js';
 import { readNodeOs } from './node-os.js';
 import { walkProcStates } from './proc-states.js';
 import { mountAnswers } from './statfs.js';
@@ -51,7 +51,10 @@ export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<No
   const nodeOs = await safe('node OS', () => readNodeOs(fs, { kubeletPid: walk.kubeletPid, containerdPids: walk.containerdPids ?? [], setup, criEndpoint: opts.cri?.endpoint ?? null }), undefined);
   const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, config?.tlsCertFile ?? null, opts.nowMs, nodeOs?.kubelet.certDir), []);
   const eviction = config?.eviction ?? { configPath: null, foundBy: null, thresholds: [], checks: [], error: 'unreadable' };
-  eviction.checks = evictionChecks(eviction.thresholds, disks);
+  // nodefs and imagefs where the node keeps them (k3s: /var/lib/rancher/k3s/agent/containerd), read when the fixed list lacks them
+  const roots: DataRoots = { nodefs: nodeOs?.kubelet.rootDir.value ?? DEFAULT_DATA_ROOTS.nodefs, imagefs: nodeOs?.containerd?.root?.value ?? DEFAULT_DATA_ROOTS.imagefs };
+  const dataDisks = await Promise.all([...new Set([roots.nodefs, roots.imagefs])].filter((p) => p.startsWith('/') && !disks.some((d) => d.path === p)).map((p) => diskUse(fs, p, w)));
+  eviction.checks = evictionChecks(eviction.thresholds, [...disks, ...dataDisks], roots);
   const taint = parseTaint(taintText);
   if (taintText !== null && taint === null) w?.push('/proc/sys/kernel/tainted: not a number, skipped');
   return {
@@ -63,5 +66,6 @@ export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<No
     mounts: mountAnswers(),
     criLatency: criLatencyOf(opts.cri ?? null)?.snapshot() ?? { windowSeconds: 0, methods: [] },
     ...(nodeOs ? { nodeOs } : {}),
+    ...(dataDisks.length ? { dataDisks } : {}),
   };
 }

@@ -150,8 +150,16 @@ export async function readKubeletConfig(fs: HostFs, kubeletPid: number | null): 
   return r;
 }
 
-/** Each disk threshold in force against the filesystem it watches (nodefs: /var/lib/kubelet, imagefs: /var/lib/containerd). */
-export function evictionChecks(thresholds: readonly EvictionThreshold[], disks: readonly DiskUse[]): EvictionCheck[] {
+/** The filesystems kubelet's disk signals watch: nodefs its --root-dir, imagefs the runtime's root. */
+export interface DataRoots {
+  nodefs: string;
+  imagefs: string;
+}
+
+export const DEFAULT_DATA_ROOTS: DataRoots = { nodefs: '/var/lib/kubelet', imagefs: '/var/lib/containerd' };
+
+/** Each disk threshold in force against the filesystem it watches (the roots the node names, kubelet's defaults otherwise). */
+export function evictionChecks(thresholds: readonly EvictionThreshold[], disks: readonly DiskUse[], roots: DataRoots = DEFAULT_DATA_ROOTS): EvictionCheck[] {
   // a path not on the host falls back to / (what holds it then); a disk not read is not checked
   const disk = (p: string) => {
     const d = disks.find((x) => x.path === p);
@@ -161,7 +169,7 @@ export function evictionChecks(thresholds: readonly EvictionThreshold[], disks: 
   for (const t of thresholds) {
     const [fsName, what] = t.signal.split('.') as [string, string];
     if (fsName !== 'nodefs' && fsName !== 'imagefs') continue;
-    const d = disk(fsName === 'nodefs' ? '/var/lib/kubelet' : '/var/lib/containerd');
+    const d = disk(fsName === 'nodefs' ? roots.nodefs : roots.imagefs);
     if (!d) continue;
     const inodes = what === 'inodesFree';
     const available = inodes ? d.inodesFree : d.availableBytes;

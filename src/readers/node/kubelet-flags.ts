@@ -3,8 +3,8 @@
  * host's /proc, or a distribution's flags file when no process is seen), then its config
  * file and --config-dir drop-ins merged as kubelet merges them.
  *
- * kubelet's drop-in merge (--config-dir, KEP-3983): the files in the directory whose
- * names end in ".conf", in lexical order, each applied over the result so far as a JSON
+ * kubelet's drop-in merge (--config-dir, KEP-3983): the files under the directory whose
+ * names end in ".conf", in its walk's order (dropInNames), each applied over the result so far as a JSON
  * merge patch: mappings merge key by key (evictionHard's keys one by one), lists and
  * scalars are replaced, the later file wins. Every read is bounded (files, bytes, args);
  * paths are read through HostFs (inside the host root, links out refused).
@@ -147,27 +147,51 @@ async function readConfigFile(fs: HostFs, hostPath: string): Promise<{ text: str
   }
 }
 
-/** The *.conf drop-ins of a directory, lexical order, bounded in entries and files. */
+/** Go's sort order for names (os.ReadDir sorts by bytes): UTF-8 byte order, not UTF-16 code units. */
+export const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a), Buffer.from(b));
+
+/**
+ * The drop-ins kubelet reads from --config-dir, in the order it applies them: kubelet
+ * walks the directory with filepath.WalkDir (cmd/kubelet/app/server.go
+ * mergeKubeletConfigurations), so every file whose name ends in ".conf" counts,
+ * subdirectories included, each directory's entries in byte order of their names and a
+ * subdirectory's files where its name sorts; a link is not descended into (a link named
+ * *.conf is read as a file). Bounded: entries looked at in all, depth, drop-ins read.
+ */
 export async function dropInNames(fs: HostFs, dirPath: string, problems: string[]): Promise<string[]> {
-  let entries;
-  try {
-    entries = await fs.readdir(await fs.dir(dirPath));
-  } catch (err) {
-    problems.push(`${dirPath}: refused (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-    return [];
+  const out: string[] = [];
+  let seen = 0;
+  let cut = false;
+  const visit = async (rel: string, depth: number): Promise<void> => {
+    const hostDir = rel === '' ? dirPath : `${dirPath}/${rel}`;
+    let entries;
+    try {
+      entries = await fs.readdir(await fs.dir(hostDir));
+    } catch (err) {
+      problems.push(`${hostDir}: refused (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      return;
+    }
+    if (entries === null) return;
+    for (const e of entries.sort((a, b) => byBytes(a.name, b.name))) {
+      if (++seen > NODE_OS_LIMITS.maxDirEntries) {
+        cut = true;
+        return;
+      }
+      const name = rel === '' ? e.name : `${rel}/${e.name}`;
+      if (e.isDirectory()) {
+        if (depth >= NODE_OS_LIMITS.maxDropInDepth) problems.push(`${dirPath}/${name}: deeper than ${NODE_OS_LIMITS.maxDropInDepth} directories, not walked`);
+        else await visit(name, depth + 1);
+      } else if (e.name.endsWith('.conf')) out.push(name);
+      if (cut) return;
+    }
+  };
+  await visit('', 0);
+  if (cut) problems.push(`${dirPath}: over ${NODE_OS_LIMITS.maxDirEntries} entries, only the first looked at`);
+  if (out.length > NODE_OS_LIMITS.maxDropIns) {
+    problems.push(`${dirPath}: ${out.length} drop-ins, only the first ${NODE_OS_LIMITS.maxDropIns} (kubelet's order) read: the merged config may differ from kubelet's`);
+    return out.slice(0, NODE_OS_LIMITS.maxDropIns);
   }
-  if (entries === null) return [];
-  if (entries.length > NODE_OS_LIMITS.maxDirEntries) problems.push(`${dirPath}: ${entries.length} entries, only the first ${NODE_OS_LIMITS.maxDirEntries} looked at`);
-  const names = entries
-    .slice(0, NODE_OS_LIMITS.maxDirEntries)
-    .filter((e) => e.name.endsWith('.conf') && !e.isDirectory())
-    .map((e) => e.name)
-    .sort();
-  if (names.length > NODE_OS_LIMITS.maxDropIns) {
-    problems.push(`${dirPath}: ${names.length} drop-ins, only the first ${NODE_OS_LIMITS.maxDropIns} (lexical order) read: the merged config may differ from kubelet's`);
-    return names.slice(0, NODE_OS_LIMITS.maxDropIns);
-  }
-  return names;
+  return out;
 }
 
 export interface KubeletSetup {
@@ -229,6 +253,7 @@ export async function readKubeletSetup(fs: HostFs, argv: string[] | null, argvFr
     else if ('error' in r) problems.push(r.error);
     else files.push({ file: { path: configPath, role: 'config', from: configFrom }, text: r.text });
   }
+  if (configDir !== null && !configDir.startsWith('/')) problems.push(`--config-dir ${JSON.stringify(configDir.slice(0, 200))}: not an absolute path, not read`);
   if (configDir !== null && configDir.startsWith('/')) {
     const dir = configDir.replace(/\/+$/, '');
     for (const name of await dropInNames(fs, dir, problems)) {

@@ -7,6 +7,7 @@ import { deadlines } from '../../deadlines.js';
 import type { AppDeps } from '../app.js';
 import { query } from '../schemas.js';
 import { humanSize } from '../../format.js';
+import { nodeOsRows } from '../../view/node-text.js';
 
 type RuntimeReadiness =
   | { reachable: true; ready: boolean; conditions: { type: string; status: boolean; reason: string; message: string }[] }
@@ -48,6 +49,7 @@ function nodeTable(b: NodeHealth & { runtime: RuntimeReadiness; facts: NodeFacts
     ['eviction', `${f.eviction.configPath ?? 'no config file'}: ${f.eviction.thresholds.map((t) => `${t.signal}<${t.value}${t.kind === 'soft' ? ' (soft)' : ''}`).join(', ') || 'none'}`],
     ...f.mounts.filter((m) => !m.answered).map((m) => [`mount ${m.path}`, m.answered ? '' : m.reason]),
     ...f.criLatency.methods.map((m) => [`cri ${m.method}`, m.calls ? `last ${m.lastSeconds}s (${m.lastCode}), max ${m.maxSeconds}s over ${m.calls} calls` : 'no calls yet']),
+    ...nodeOsRows(f),
   ];
   return { columns: ['WHAT', 'VALUE'], rows };
 }
@@ -73,7 +75,9 @@ export const nodeRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, 
         // the disks of health feed the eviction checks: one statfs per path per answer
         nodeFacts(deps.hostFs, { cri: deps.cri, disks: healthP.then((h) => h.disks), warnings }),
       ]);
-      return { ...health, runtime, facts, warnings: [...new Set(warnings)] }; // loadavg is read for two parts
+      // the data roots the node names (kubelet --root-dir, containerd's root) beside the fixed disks
+      const disks = facts.dataDisks ? [...health.disks, ...facts.dataDisks] : health.disks;
+      return { ...health, disks, runtime, facts, warnings: [...new Set(warnings)] }; // loadavg is read for two parts
     },
   );
 };
