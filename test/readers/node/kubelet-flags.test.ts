@@ -58,14 +58,16 @@ t.test('os-release of each distribution', async (t) => {
   t.match(parseOsRelease(fixture('eks/etc/os-release')), { ID: 'amzn', VERSION_ID: '2023' });
   t.match(parseOsRelease(fixture('bottlerocket/etc/os-release')), { ID: 'bottlerocket', VERSION_ID: '1.29.0', VARIANT_ID: 'aws-k8s-1.31' });
   t.match(parseOsRelease(fixture('gke-cos/etc/os-release')), { ID: 'cos', BUILD_ID: '18613.164.4' });
-  t.match(parseOsRelease(fixture('talos/etc/os-release')), { ID: 'talos', PRETTY_NAME: 'Talos (v1.9.1)' });
+  t.match(parseOsRelease(fixture('talos/etc/os-release')), { ID: 'talos', PRETTY_NAME: 'Talos (v1.13.0)' });
 });
 
 t.test('containerd config: version 3 (EKS) and version 2 (k3s), the top-level keys the agent uses', async (t) => {
-  t.same(containerdConfigTop(fixture('eks/etc/containerd/config.toml')), { version: 3, root: '/var/lib/containerd', address: '/run/containerd/containerd.sock' });
-  t.same(containerdConfigTop(fixture('k3s/var/lib/rancher/k3s/agent/etc/containerd/config.toml')), { version: 2, root: null, address: null });
+  t.same(containerdConfigTop(fixture('eks/etc/containerd/config.toml')), { version: 3, root: '/var/lib/containerd', address: '/run/containerd/containerd.sock', systemdCgroup: true });
+  t.same(containerdConfigTop(fixture('k3s/var/lib/rancher/k3s/agent/etc/containerd/config.toml')), { version: 2, root: null, address: null, systemdCgroup: true });
   // keys of other tables are not taken for the top level
-  t.same(containerdConfigTop("[plugins.'x']\nroot = '/nope'\n[grpc]\naddress = \"/run/a.sock\" # comment\n"), { version: null, root: null, address: '/run/a.sock' });
+  t.same(containerdConfigTop("[plugins.'x']\nroot = '/nope'\n[grpc]\naddress = \"/run/a.sock\" # comment\n"), { version: null, root: null, address: '/run/a.sock', systemdCgroup: null });
+  t.same(containerdConfigTop(fixture('flatcar/usr/share/containerd/config-cgroupfs.toml')), { version: 2, root: '/var/lib/containerd', address: '/run/containerd/containerd.sock', systemdCgroup: false });
+  t.equal(containerdConfigTop('[plugins.x.runtimes.kata.options]\nSystemdCgroup = true\n').systemdCgroup, null, 'only the runc runtime counts');
 });
 
 t.test('socket paths: unix:// or bare, absolute only', async (t) => {
