@@ -93,3 +93,14 @@ t.test('a hostile kubelet command line: huge, odd and terminal-sequence argument
   t.notMatch(text.body, /\u001b/, 'no raw escape reaches the terminal');
   t.match(text.body, /kubelet cert-dir +\/var\/lib\/\\x1b\[2Jpki/);
 });
+
+t.test("Talos: a kubelet config naming the system containerd's socket is not followed there", async (t) => {
+  const r = await node('talos', (root) => {
+    const p = path.join(root, 'etc/kubernetes/kubelet.yaml');
+    writeFileSync(p, readFileSync(p, 'utf8').replace('unix:///run/containerd/containerd.sock', 'unix:///system/run/containerd/containerd.sock'));
+  });
+  t.equal(r.status, 200);
+  t.equal(r.config.criEndpoint, `unix://${path.join(r.root, 'run/containerd/containerd.sock')}`);
+  t.match(r.json().facts.nodeOs.criEndpoint, { source: 'containerd --address (/proc/1020/cmdline)' });
+  t.match(r.json().facts.nodeOs.kubelet.containerRuntimeEndpoint, { value: 'unix:///system/run/containerd/containerd.sock' }, 'what kubelet says is still shown');
+});
