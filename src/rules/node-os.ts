@@ -104,6 +104,8 @@ export const NODE_OS_LIMITS = {
   maxDirEntries: 20_000,
   /** subdirectory levels of a drop-in directory walked (kubelet walks them all) */
   maxDropInDepth: 8,
+  /** directories of a drop-in tree listed at most */
+  maxDropInDirs: 256,
   /** bytes of one config file or drop-in */
   maxConfigBytes: 1024 * 1024,
   /** argv entries of one command line read */

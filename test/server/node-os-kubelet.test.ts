@@ -104,3 +104,14 @@ t.test("Talos: a kubelet config naming the system containerd's socket is not fol
   t.match(r.json().facts.nodeOs.criEndpoint, { source: 'containerd --address (/proc/1020/cmdline)' });
   t.match(r.json().facts.nodeOs.kubelet.containerRuntimeEndpoint, { value: 'unix:///system/run/containerd/containerd.sock' }, 'what kubelet says is still shown');
 });
+
+t.test('a drop-in tree of 2,000 directories is walked to its bound and says so', async (t) => {
+  const r = await node('eks', (root) => {
+    for (let i = 0; i < 2000; i++) write(root, `${DIR}/50-d${String(i).padStart(4, '0')}/x.conf`, '{"maxPods":3}');
+  });
+  t.equal(r.status, 200);
+  const e = r.json().facts.eviction;
+  t.match(e.error, /over 256 directories, the rest not walked/);
+  t.ok(e.dropIns.length <= 64, `${e.dropIns.length} drop-ins read`);
+  t.match(threshold(r.json(), 'nodefs.available'), { value: '15%' }, 'the drop-ins read still apply');
+});

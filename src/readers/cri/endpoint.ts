@@ -153,6 +153,7 @@ export function socketHostPath(endpoint: string): string | null {
 function dropInNamesSync(hostRoot: string, dirPath: string): string[] {
   const out: string[] = [];
   let seen = 0;
+  let dirs = 0;
   const visit = (rel: string, depth: number): boolean => {
     let entries: Dirent[];
     try {
@@ -167,7 +168,7 @@ function dropInNamesSync(hostRoot: string, dirPath: string): string[] {
       if (++seen > NODE_OS_LIMITS.maxDirEntries) return false;
       const name = rel === '' ? e.name : `${rel}/${e.name}`;
       if (e.isDirectory()) {
-        if (depth < NODE_OS_LIMITS.maxDropInDepth && !visit(name, depth + 1)) return false;
+        if (depth < NODE_OS_LIMITS.maxDropInDepth && (++dirs > NODE_OS_LIMITS.maxDropInDirs || !visit(name, depth + 1))) return false;
       } else if (e.name.endsWith('.conf')) out.push(name);
     }
     return true;

@@ -156,11 +156,13 @@ export const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.f
  * mergeKubeletConfigurations), so every file whose name ends in ".conf" counts,
  * subdirectories included, each directory's entries in byte order of their names and a
  * subdirectory's files where its name sorts; a link is not descended into (a link named
- * *.conf is read as a file). Bounded: entries looked at in all, depth, drop-ins read.
+ * *.conf is read as a file). Bounded: entries looked at in all, directories, depth, drop-ins
+ * read; a cut says so in `problems`.
  */
 export async function dropInNames(fs: HostFs, dirPath: string, problems: string[]): Promise<string[]> {
   const out: string[] = [];
   let seen = 0;
+  let dirs = 0;
   let cut = false;
   const visit = async (rel: string, depth: number): Promise<void> => {
     const hostDir = rel === '' ? dirPath : `${dirPath}/${rel}`;
@@ -180,13 +182,17 @@ export async function dropInNames(fs: HostFs, dirPath: string, problems: string[
       const name = rel === '' ? e.name : `${rel}/${e.name}`;
       if (e.isDirectory()) {
         if (depth >= NODE_OS_LIMITS.maxDropInDepth) problems.push(`${dirPath}/${name}: deeper than ${NODE_OS_LIMITS.maxDropInDepth} directories, not walked`);
-        else await visit(name, depth + 1);
+        else if (++dirs > NODE_OS_LIMITS.maxDropInDirs) {
+          problems.push(`${dirPath}: over ${NODE_OS_LIMITS.maxDropInDirs} directories, the rest not walked`);
+          cut = true;
+          return;
+        } else await visit(name, depth + 1);
       } else if (e.name.endsWith('.conf')) out.push(name);
       if (cut) return;
     }
   };
   await visit('', 0);
-  if (cut) problems.push(`${dirPath}: over ${NODE_OS_LIMITS.maxDirEntries} entries, only the first looked at`);
+  if (seen > NODE_OS_LIMITS.maxDirEntries) problems.push(`${dirPath}: over ${NODE_OS_LIMITS.maxDirEntries} entries, only the first looked at`);
   if (out.length > NODE_OS_LIMITS.maxDropIns) {
     problems.push(`${dirPath}: ${out.length} drop-ins, only the first ${NODE_OS_LIMITS.maxDropIns} (kubelet's order) read: the merged config may differ from kubelet's`);
     return out.slice(0, NODE_OS_LIMITS.maxDropIns);
