@@ -39,6 +39,12 @@ export interface Finding {
   /** the next step to take */
   hint: string;
   subject?: Subject;
+  /**
+   * The stretch of /v1/timeline around what the finding saw, where its rule knows the times:
+   * a since/until pair for the timeline's own parameters (a few minutes before the first
+   * record, for the cause, and one after the last).
+   */
+  window?: { since: string; until: string };
 }
 
 /** A source's Outcome (lib/deadline.ts) as the report shows it: answered within its deadline or not, and how long it took. */

@@ -254,3 +254,21 @@ t.test('follow: NDJSON events through the real server, ended by the client', asy
   t.match(JSON.parse(first.lines[0]!), { warning: /^kernel: 1 records without a usable time/ }, 'a warning as its own frame');
   t.match(JSON.parse(first.lines[1]!), { source: 'kernel', kind: 'kernel-hung-task', time: kmsgTime(589_498_029) }, 'then the window\'s events');
 });
+
+t.test('triage findings name their window of the timeline', async (t) => {
+  const r = await app.inject({ method: 'GET', url: '/v1/triage', headers: { host: '127.0.0.1' } });
+  const report = r.json() as { findings: Array<{ id: string; window?: { since: string; until: string } }> };
+  // triage times the ring with the agent's own boot, not this fixture's btime: its one hung task
+  // in the hour is the record stamped 30 years on, which is no time for a window either
+  const hung = report.findings.find((f) => f.id === 'kernel-hung-task');
+  t.ok(hung, report.findings.map((f) => f.id).join(', '));
+  t.equal(hung!.window, undefined, 'a record later than now gives no window');
+  t.notOk(report.findings.find((f) => f.id === 'runtime-slow')?.window, 'a rule without times gives none');
+  if (!haveJournal) return;
+  const pleg = report.findings.find((f) => f.id === 'kubelet-pleg-unhealthy');
+  t.same(pleg?.window, { since: formatMicros(ago(200) - 300_000_000), until: formatMicros(ago(200) + 60_000_000) }, 'five minutes before the first record, one after the last');
+  const w = await get(`?since=${encodeURIComponent(pleg!.window!.since)}&until=${encodeURIComponent(pleg!.window!.until)}`);
+  t.ok(w.body.events.some((e) => e.kind === 'kubelet-pleg-unhealthy'), 'the window holds the record');
+  t.ok(w.body.events.some((e) => e.kind === 'probe-failed'), 'the probe failure 270 s before it, a cause');
+  t.notOk(w.body.events.some((e) => e.kind === 'unit-started'), 'not kubelet\'s start 450 s before it');
+});

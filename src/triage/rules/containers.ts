@@ -2,6 +2,7 @@
 import type { Finding } from '../../model/triage.js';
 import type { ContainerRow } from '../../view/runtime-view.js';
 import { secondsSince, shortId } from '../../format.js';
+import { findingWindow } from '../../view/timeline/window.js';
 import { idsOf } from '../findings.js';
 import { THRESHOLDS } from '../../rules/thresholds.js';
 import { type Rule, who } from './rule.js';
@@ -38,6 +39,8 @@ export const crashLoopRule: Rule = {
         ],
         hint: `Read the last run's output: GET /v1/containers/${shortId(last.id)}/logs?tailLines=100${last.exitCode === 137 ? ' (exit 137: killed by SIGKILL, often an OOM kill or a failed liveness probe)' : ''}.`,
         subject,
+        // from the oldest attempt the runtime still lists to the last run's end
+        ...findingWindow([rows.reduce((a, b) => (b.attempt < a.attempt ? b : a)).createdAt, last.finishedAt], s.nowMs),
       });
     }
     return out;

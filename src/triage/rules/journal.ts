@@ -4,6 +4,7 @@ import { clip } from '../../format.js';
 import { containsInOrder } from '../../lib/phrases.js';
 import { JOURNAL_MATCH_PREFIX, type JournalPattern, KUBELET_JOURNAL_PATTERNS } from '../../rules/journal-patterns.js';
 import { THRESHOLDS } from '../../rules/thresholds.js';
+import { findingWindow } from '../../view/timeline/window.js';
 import { idsOf, kindOf } from '../findings.js';
 import { plural, type Rule } from './rule.js';
 
@@ -46,6 +47,7 @@ export const journalRule: Rule = {
         detail: `${plural(h.n, 'kubelet log line')} in the last ${THRESHOLDS.journalWindowMinutes} minutes (${h.first} … ${h.last})`,
         evidence: h.ev,
         hint: k.todo,
+        ...findingWindow([h.first, h.last], s.nowMs),
       });
     }
     return out;

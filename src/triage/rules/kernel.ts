@@ -10,6 +10,7 @@ import { TAINT_BITS } from '../../readers/node/taint.js';
 import { KERNEL_PROBLEMS, type KernelProblemKind } from '../../rules/kernel-problems.js';
 import { THRESHOLDS } from '../../rules/thresholds.js';
 import { clip, shortId } from '../../format.js';
+import { findingWindow } from '../../view/timeline/window.js';
 import { idsOf, kindOf } from '../findings.js';
 import { plural, type Rule, type SnapshotIndex, who } from './rule.js';
 
@@ -37,7 +38,7 @@ function tasks(g: readonly AttributedKernelProblem[]): string {
   return named.length > 0 ? named.slice(0, 5).join(', ') + (named.length > 5 ? ` and ${named.length - 5} more` : '') : '';
 }
 
-function finding(k: KernelProblemKind, g: AttributedKernelProblem[], ix: SnapshotIndex, windowNote: string): Finding {
+function finding(k: KernelProblemKind, g: AttributedKernelProblem[], ix: SnapshotIndex, windowNote: string, nowMs: number): Finding {
   const last = g[g.length - 1]!;
   const subject = last.podUid ? ix.subject(last.podUid, last.containerId) : undefined;
   const where = subject ? ` in ${who(subject)}` : last.device ? ` on ${last.device}` : last.netns !== null ? ` in netns ${last.netns}` : '';
@@ -60,6 +61,7 @@ function finding(k: KernelProblemKind, g: AttributedKernelProblem[], ix: Snapsho
     detail: parts.filter(Boolean).join('; '),
     evidence: g.slice(-THRESHOLDS.maxEvidence).map(evidenceOf),
     hint: text.todo,
+    ...findingWindow(g.map((p) => p.time), nowMs),
   };
   if (subject) f.subject = subject;
   return f;
@@ -81,7 +83,7 @@ export const kernelRule: Rule = {
         groups.set(key, [...(groups.get(key) ?? []), p]);
       }
       const note = k.lasting ? ' this boot' : ` in the last ${THRESHOLDS.kernelWindowMinutes} minutes`;
-      for (const g of groups.values()) out.push(finding(k, g, ix, note));
+      for (const g of groups.values()) out.push(finding(k, g, ix, note, s.nowMs));
     }
     return out;
   },

@@ -6,6 +6,7 @@ import type { CgroupRecord } from '../../model/cgroup.js';
 import type { Evidence, Finding } from '../../model/triage.js';
 import type { AttributedOomKill } from '../../view/oom.js';
 import { clip, humanSize, shortId } from '../../format.js';
+import { findingWindow } from '../../view/timeline/window.js';
 import { idsOf } from '../findings.js';
 import { THRESHOLDS } from '../../rules/thresholds.js';
 import { CG, plural, type Rule, who } from './rule.js';
@@ -57,6 +58,7 @@ export const oomRule: Rule = {
           evidence,
           hint: 'Requests on this node do not cover what its pods use: compare `kubectl describe node` allocated requests with usage, and check for pods without memory limits (BestEffort/Burstable).',
           subject,
+          ...findingWindow([k.time], s.nowMs),
         });
         continue;
       }
@@ -68,6 +70,7 @@ export const oomRule: Rule = {
         evidence,
         hint: `Raise the container's memory limit or reduce its use; the kernel report (GET /v1/oom) shows what it held.${k.containerId ? ` Its output before the kill: GET /v1/containers/${shortId(k.containerId)}/logs?previous=true.` : ''}`,
         subject,
+        ...findingWindow(g.map((x) => x.time), s.nowMs),
       });
       // containerd's CRI reason for a main-process OOM kill is racy (Error or OOMKilled, exit 137); the kernel log is the witness
       const row = k.containerId ? ix.containersById.get(k.containerId) : undefined;

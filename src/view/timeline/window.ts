@@ -6,7 +6,7 @@
  */
 import { clip } from '../../format.js';
 import type { TimelineEvent, TimelineSource } from '../../model/timeline.js';
-import { formatMicros } from '../../readers/journal/time.js';
+import { formatMicros, parseRfc3339Micros } from '../../readers/journal/time.js';
 
 export interface PodFilter {
   /** pod UIDs */
@@ -66,6 +66,26 @@ export function podMatches(f: PodFilter, pod: TimelineEvent['pod']): boolean {
 /** Summaries are one bounded line (the text form escapes what is left). */
 export const summaryText = (s: string): string => clip(s.replace(/\s*\n\s*/g, ' ⏎ '), TIMELINE_LIMITS.summaryChars);
 export const excerptText = (s: string): string => clip(s, TIMELINE_LIMITS.excerptChars);
+
+/** Before a finding's first record (its cause is most often earlier) and after its last. */
+const FINDING_WINDOW_US = { before: 5 * 60_000_000, after: 60_000_000 } as const;
+
+/**
+ * `{ window }` around a finding's records (RFC 3339 times), or nothing when none has a usable
+ * time. A time later than `nowMs` (and the slack a timeline allows) is not one, as in a timeline.
+ */
+export function findingWindow(times: readonly (string | null | undefined)[], nowMs = Date.now()): { window?: { since: string; until: string } } {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const t of times) {
+    const us = t ? parseRfc3339Micros(t) : null;
+    if (us === null || us <= 0 || us > nowMs * 1000 + FUTURE_SLACK_US) continue;
+    lo = Math.min(lo, us);
+    hi = Math.max(hi, us);
+  }
+  if (lo === Infinity) return {};
+  return { window: { since: formatMicros(lo - FINDING_WINDOW_US.before), until: formatMicros(hi + FINDING_WINDOW_US.after) } };
+}
 
 export const byTime = (a: Timed, b: Timed): number => a.us - b.us || a.seq - b.seq;
 
