@@ -9,6 +9,7 @@ import path from 'node:path';
 import { escapeTerminal, formatDuration } from '../format.js';
 import type { Io, Proc } from '../launcher/kubectl.js';
 import { FLEET_USAGE, FleetUsageError, parseFleetArgs, type FleetOptions } from './options.js';
+import { reachByAttach } from './attach.js';
 import { endProc, NodeError, reach, type ReachOptions } from './reach.js';
 import { exitCodeOf, renderJson, renderRollup, type FindingLite, type Row } from './render.js';
 import { globalArgs, kubectlOut, listTargets, type Target } from './targets.js';
@@ -108,7 +109,9 @@ export async function fleet(o: FleetOptions, io: Io, signals: NodeJS.EventEmitte
       const signal = AbortSignal.any([stop.signal, AbortSignal.timeout(o.timeoutMs)]);
       const file = o.outDir ? path.join(o.outDir, `${safeFile(t.node)}.tar.gz`) : undefined;
       try {
-        const a = await reach(t, o.path, ro, signal, file);
+        const a = t.attach
+          ? await reachByAttach(t.node, o.path, { ...o.attach!, kubeconfig: o.kubeconfig, context: o.context, timeoutMs: o.timeoutMs, warn: (s) => io.err(`nodetruth fleet: ${escapeTerminal(s)}\n`) }, signal, file)
+          : await reach(t, o.path, ro, signal, file);
         const observedAt = new Date().toISOString();
         if (a.status !== 200) return finish({ ...base, error: problem(a.status, a.body), observedAt });
         if (o.command === 'triage') return finish({ ...base, ...readTriage(a.body), observedAt });

@@ -3,6 +3,8 @@
  * argument parser (parseFlags) and the one duration grammar (parseDuration).
  */
 import { parseFlags } from '../args.js';
+import { parseAttachArgs } from '../launcher/options.js';
+import { attachArgv } from './attach.js';
 import { parseDuration } from '../format.js';
 
 export class FleetUsageError extends Error {}
@@ -38,7 +40,12 @@ Flags:
   --kubeconfig FILE, --context NAME
   -o, --output text|json  (triage) the roll-up or [{ node, pod, verdict, findings | error, observedAt }]
   -o, --output DIR        (capture) where the bundles go
-  --attach                not available yet: nodes without an agent are reported, not attached
+  --attach                nodes without an agent pod are asked through a debug pod each, started and
+                          deleted as \`nodetruth attach\` does (privileged; its RBAC: deploy/attach-rbac.yaml),
+                          within the same --concurrency and --timeout
+  --attach-namespace NS   the debug pods' namespace (default: the context's; nodetruth-attach of
+                          deploy/attach-rbac.yaml allows privileged pods)
+  --attach-image IMAGE    the debug pods' image (default: attach's, env NODETRUTH_IMAGE)
 `;
 
 export type FleetCommand = 'triage' | 'get' | 'capture';
@@ -54,6 +61,8 @@ export interface FleetOptions {
   timeoutMs: number;
   deadlineMs: number;
   agentPort: number;
+  /** --attach: nodes without an agent pod get a debug pod each; null: they are reported */
+  attach: { namespace: string | null; image: string | null } | null;
   agentCa: string | null;
   insecureSkipAgentVerify: boolean;
   tokenFile: string | null;
@@ -102,6 +111,16 @@ function duration(name: string, text: string | undefined, dflt: number): number 
   return ms;
 }
 
+/** --attach's values, checked by attach's own parser now rather than on the first node without an agent. */
+function checkAttach(namespace: string | null, image: string | null, kubeconfig: string | null, context: string | null): FleetOptions['attach'] {
+  try {
+    parseAttachArgs(attachArgv('node', { namespace, image, kubeconfig, context, timeoutMs: 60_000, warn: () => {} }), {});
+  } catch (err) {
+    throw new FleetUsageError((err as Error).message.replace(/^--/, '--attach-'));
+  }
+  return { namespace, image };
+}
+
 export function parseFleetArgs(argv: string[]): FleetOptions {
   const { values: v, positionals } = parseFlags(
     argv,
@@ -121,12 +140,14 @@ export function parseFleetArgs(argv: string[]): FleetOptions {
       context: { type: 'string' },
       output: { type: 'string', short: 'o' },
       attach: { type: 'boolean' },
+      'attach-namespace': { type: 'string' },
+      'attach-image': { type: 'string' },
     },
     (m) => new FleetUsageError(m),
   );
   const [command, ...rest] = positionals;
   if (command !== 'triage' && command !== 'get' && command !== 'capture') throw new FleetUsageError(command === undefined ? 'which: triage, get PATH or capture -o DIR?' : `unknown fleet command ${JSON.stringify(command)}`);
-  if (v.attach) throw new FleetUsageError('--attach is not available yet: nodes without an agent are listed as such; run `nodetruth attach <node>` on each');
+  if (!v.attach && (v['attach-namespace'] !== undefined || v['attach-image'] !== undefined)) throw new FleetUsageError('--attach-namespace and --attach-image go with --attach');
   if (command === 'get' ? rest.length !== 1 : rest.length !== 0) throw new FleetUsageError(command === 'get' ? 'fleet get takes one PATH' : `unexpected argument ${JSON.stringify(rest[0])}`);
   const namespace = v.namespace ?? 'nodetruth';
   if (!NAME.test(namespace) || namespace.length > 63) throw new FleetUsageError(`--namespace: not a namespace name: ${JSON.stringify(namespace)}`);
@@ -170,6 +191,7 @@ export function parseFleetArgs(argv: string[]): FleetOptions {
     timeoutMs: duration('timeout', v.timeout, 60_000),
     deadlineMs: duration('deadline', v.deadline, 600_000),
     agentPort,
+    attach: v.attach ? checkAttach(v['attach-namespace'] ?? null, v['attach-image'] ?? null, v.kubeconfig ?? null, v.context ?? null) : null,
     agentCa,
     insecureSkipAgentVerify: insecure,
     tokenFile: v['token-file'] ?? null,

@@ -75,7 +75,7 @@ export async function reach(t: Target, path: string, o: ReachOptions, signal: Ab
     ]);
     const written = { file: false };
     try {
-      return await Promise.race([get(port, path, t, o, signal, toFile, written), aborted]);
+      return await Promise.race([get(port, path, agentTls(t, o), signal, toFile, written), aborted]);
     } catch (err) {
       // a bundle cut short is not left beside the whole ones
       if (written.file && toFile) await unlink(toFile).catch(() => {});
@@ -87,28 +87,38 @@ export async function reach(t: Target, path: string, o: ReachOptions, signal: Ab
   }
 }
 
-function get(port: number, path: string, t: Target, o: ReachOptions, signal: AbortSignal, toFile: string | undefined, written: { file: boolean }): Promise<Answer> {
+/** How a request reaches the agent through the forward: the module, its request options and headers. */
+export interface Via {
+  get: typeof https.get;
+  options: https.RequestOptions;
+}
+
+/** The DaemonSet's agent: TLS, the caller's token, the certificate checked against --agent-ca. */
+function agentTls(t: Target, o: ReachOptions): Via {
+  return {
+    get: https.get,
+    options: {
+      headers: { authorization: `Bearer ${o.token}`, accept: 'application/json', host: t.hostIP ?? t.node },
+      ...(o.ca
+        ? {
+            ca: o.ca,
+            rejectUnauthorized: true,
+            // the agent's certificate names the node's IP (and name): through the forward the address is 127.0.0.1
+            checkServerIdentity: (_host: string, cert: PeerCertificate) => {
+              const byIp = t.hostIP ? checkServerIdentity(t.hostIP, cert) : new Error('no host IP');
+              return byIp ? checkServerIdentity(t.node, cert) : undefined;
+            },
+          }
+        : { rejectUnauthorized: false }),
+    },
+  };
+}
+
+/** GET `path` on 127.0.0.1:`port` as `via` says; the body read (bounded) or streamed to `toFile`. */
+export function get(port: number, path: string, via: Via, signal: AbortSignal, toFile: string | undefined, written: { file: boolean }): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = https.get(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        agent: false,
-        signal,
-        headers: { authorization: `Bearer ${o.token}`, accept: 'application/json', host: t.hostIP ?? t.node },
-        ...(o.ca
-          ? {
-              ca: o.ca,
-              rejectUnauthorized: true,
-              // the agent's certificate names the node's IP (and name): through the forward the address is 127.0.0.1
-              checkServerIdentity: (_host: string, cert: PeerCertificate) => {
-                const byIp = t.hostIP ? checkServerIdentity(t.hostIP, cert) : new Error('no host IP');
-                return byIp ? checkServerIdentity(t.node, cert) : undefined;
-              },
-            }
-          : { rejectUnauthorized: false }),
-      },
+    const req = via.get(
+      { ...via.options, host: '127.0.0.1', port, path, agent: false, signal },
       (res) => {
         const status = res.statusCode ?? 0;
         const contentType = String(res.headers['content-type'] ?? '');

@@ -16,6 +16,8 @@ export interface Target {
   notes: string[];
   /** why this node is not asked */
   error: string | null;
+  /** asked through a debug pod of its own (--attach: the node has no agent pod) */
+  attach?: true;
 }
 
 /** A list answer larger than this is refused (a cluster of 5,000 nodes lists in well under it). */
@@ -64,7 +66,7 @@ function items<T>(text: string, what: string): T[] {
 }
 
 /** The rows to ask, in node-name order, from the Node and agent Pod lists. */
-export function targetsOf(o: Pick<FleetOptions, 'nodes'>, nodesText: string, podsText: string): Target[] {
+export function targetsOf(o: Pick<FleetOptions, 'nodes'> & Partial<Pick<FleetOptions, 'attach'>>, nodesText: string, podsText: string): Target[] {
   const nodes = items<K8sNode>(nodesText, 'nodes');
   const pods = items<K8sPod>(podsText, 'pods');
   const byNode = new Map<string, K8sPod[]>();
@@ -93,12 +95,16 @@ export function targetsOf(o: Pick<FleetOptions, 'nodes'>, nodesText: string, pod
       out.push({ node: name, pod: running.metadata.name, hostIP: running.status?.hostIP ?? null, notes, error: null });
     } else {
       const other = candidates[0];
+      if (!other && o.attach) {
+        out.push({ node: name, pod: null, hostIP: null, notes: [...notes, 'no agent pod: asked through a debug pod (--attach)'], error: null, attach: true });
+        continue;
+      }
       out.push({
         node: name,
         pod: other?.metadata?.name ?? null,
         hostIP: null,
         notes,
-        error: other ? `agent pod is ${other.status?.phase ?? 'in no phase'}, not Running` : 'no agent pod on this node (--attach is not available yet: nodetruth attach <node>)',
+        error: other ? `agent pod is ${other.status?.phase ?? 'in no phase'}, not Running` : 'no agent pod on this node (--attach asks it through a debug pod)',
       });
     }
   }

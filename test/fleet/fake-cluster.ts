@@ -12,7 +12,9 @@
  *     with its PID (checked after a run: no child left).
  * A pod's forward reaches `agents[pod]`: a loopback port of `host` (TLS from the client passed through,
  * or terminated here with `terminate` for an agent serving plain HTTP on loopback), or
- * `hang` (accepts and never answers). Only a forward to the port the agent listens on inside
+ * `hang` (accepts and never answers). `kubectl debug node/<n>` logs the session token of its
+ * profile and names a pod `node-debugger-<n>-<pid>`, whose forwards go to `debugAgent`;
+ * `kubectl wait` on it never ends for the nodes in FAKE_FLEET_HANG_WAIT; `kubectl delete` logs. Only a forward to the port the agent listens on inside
  * its pod (`inPod`, default the DaemonSet's loopback port, DEFAULT_AGENT_PORT) reaches it;
  * any other port is closed at once, as a real forward to a port nothing listens on is.
  */
@@ -24,6 +26,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
 import { DEFAULT_AGENT_PORT } from '../../src/fleet/options.js';
+import { REMOTE_PORT } from '../../src/launcher/options.js';
 
 export type AgentTarget = { port: number; host?: string; terminate?: { key: string; cert: string }; inPod?: number } | 'hang';
 
@@ -50,6 +53,7 @@ if (verb === 'get') {
 } else if (verb === 'port-forward') {
   const pod = argv.find((a) => a.startsWith('pod/')).slice(4);
   const remote = argv.find((a) => /^:\d+$/.test(a)).slice(1);
+  // attach's debug pods: one agent for all of them (FakeCluster.debugAgent)
   const srv = net.createServer((c) => {
     const up = net.connect(Number(process.env.FAKE_FLEET_RELAY), '127.0.0.1', () => { up.write(pod + ' ' + remote + '\n'); c.pipe(up); up.pipe(c); });
     up.on('error', () => c.destroy()); c.on('error', () => up.destroy());
@@ -58,6 +62,26 @@ if (verb === 'get') {
     log({ forwarding: pod });
     process.stdout.write('Forwarding from 127.0.0.1:' + srv.address().port + ' -> ' + remote + '\n');
   });
+} else if (verb === 'debug') {
+  // kubectl debug node/<node> --custom=<profile> ...: the profile carries the session's token
+  const node = argv.find((a) => a.startsWith('node/')).slice(5);
+  const env = JSON.parse(fs.readFileSync(flag('custom'), 'utf8')).env || [];
+  const token = (env.find((e) => e.name === 'NODETRUTH_SESSION_TOKEN') || {}).value;
+  const pod = 'node-debugger-' + node + '-' + process.pid;
+  log({ debug: pod, node, token, namespace: flag('namespace') || null, image: flag('image') });
+  process.stdout.write('Creating debugging pod ' + pod + ' with container debugger on node ' + node + '.\n');
+  process.exit(0);
+} else if (verb === 'patch' || verb === 'logs') {
+  process.exit(0);
+} else if (verb === 'wait') {
+  const pod = argv.find((a) => a.startsWith('pod/')).slice(4);
+  // a debug pod that never becomes ready: kubectl wait runs until it is ended
+  if ((process.env.FAKE_FLEET_HANG_WAIT || '').split(',').some((n) => n && pod.startsWith('node-debugger-' + n + '-'))) setInterval(() => {}, 1000);
+  else { process.stdout.write('pod/' + pod + ' condition met\n'); process.exit(0); }
+} else if (verb === 'delete') {
+  log({ deleted: argv[argv.indexOf('pod') + 1] });
+  process.stdout.write('pod "' + argv[argv.indexOf('pod') + 1] + '" deleted\n');
+  process.exit(0);
 } else { process.stderr.write('fake kubectl: unknown ' + verb + '\n'); process.exit(1); }
 `;
 
@@ -73,6 +97,8 @@ export interface FakeNode {
 export class FakeCluster {
   nodes: FakeNode[] = [];
   readonly agents = new Map<string, AgentTarget>();
+  /** where a forward to any debug pod (`node-debugger-…`) goes: attach's agent on 127.0.0.1:7070 in its pod */
+  debugAgent: AgentTarget | null = null;
   /** sessions open at once through the relay, and the most seen */
   open = 0;
   maxOpen = 0;
@@ -117,7 +143,7 @@ export class FakeCluster {
   }
 
   /** Every kubectl invocation logged: argv, pid, and the signals it got. */
-  calls(): { pid: number; argv?: string[]; signal?: string; forwarding?: string }[] {
+  calls(): { pid: number; argv?: string[]; signal?: string; forwarding?: string; debug?: string; node?: string; token?: string; namespace?: string | null; image?: string; deleted?: string }[] {
     if (!existsSync(this.log)) return [];
     return readFileSync(this.log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
   }
@@ -201,7 +227,7 @@ export class FakeCluster {
       c.pause();
       const [pod = '', remote] = head.subarray(0, nl).toString().split(' ');
       const rest = head.subarray(nl + 1);
-      const target = this.agents.get(pod);
+      const target = pod.startsWith('node-debugger-') && this.debugAgent !== null && this.debugAgent !== 'hang' ? { inPod: REMOTE_PORT, ...this.debugAgent } : this.agents.get(pod);
       if (!target) return void c.destroy();
       if (target === 'hang') return;
       if (Number(remote) !== (target.inPod ?? DEFAULT_AGENT_PORT)) return void c.destroy();

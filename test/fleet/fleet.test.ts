@@ -104,7 +104,7 @@ t.test('50 nodes: one row each, worst first, bounded fan-out, a hung node cut, 4
   t.match(row('node-13').error, /no agent pod on this node/, 'no agent');
   t.equal(row('node-18').verdict, 'ok', 'a NotReady node is still asked');
   t.match(row('node-18').notes, ['NotReady (Ready=Unknown)', 'taint node.kubernetes.io/unreachable:NoExecute']);
-  t.equal(rows.filter((x) => x.error === undefined).length, 47);
+  t.same(rows.filter((x) => x.error !== undefined).map((x) => x.node).sort(), ['node-07', 'node-11', 'node-13'], 'the others answered');
   const most = mostAtOnce(cluster.calls().slice(logged));
   t.ok(most <= 5, `never more than 5 port-forward sessions at once (saw ${most})`);
   t.ok(most >= 2, 'and more than one at a time');
@@ -196,9 +196,12 @@ t.test('fleet get: JSON lines per node; PATH checked before anything runs', asyn
     t.equal(u.code, 2, `refused: ${JSON.stringify(bad)}`);
     t.equal(cluster.calls().length, calls, 'no kubectl ran');
   }
-  const a = await runFleet(['triage', '--attach', '--agent-ca', caFile]);
+  const a = await runFleet(['triage', '--attach-image', 'x:1', '--agent-ca', caFile]);
   t.equal(a.code, 2);
-  t.match(a.err, /--attach is not available yet/);
+  t.match(a.err, /--attach-namespace and --attach-image go with --attach/);
+  const ns = await runFleet(['triage', '--attach', '--attach-namespace=Bad_NS', '--agent-ca', caFile]);
+  t.equal(ns.code, 2);
+  t.match(ns.err, /--attach-namespace: expected a namespace name/);
   const v = await runFleet(['triage']);
   t.match(v.err, /pass --agent-ca/);
 });
