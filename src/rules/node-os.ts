@@ -64,6 +64,9 @@ export const CRI_SOCKETS: ReadonlyArray<{ runtime: string; path: string }> = [
 /** sockets that are never the CRI endpoint, even when kubelet's flags or a caller's guess name them */
 export const NOT_CRI_SOCKETS: readonly string[] = ['/system/run/containerd/containerd.sock'];
 
+/** programs that run kubelet inside themselves (k3s server and agent): kubelet's journal records are their unit's */
+export const KUBELET_HOSTS: readonly string[] = ['k3s-server', 'k3s-agent', 'k3s'];
+
 /** the journal's directories: persistent, then volatile */
 export const JOURNAL_DIRS: readonly string[] = ['/var/log/journal', '/run/log/journal'];
 

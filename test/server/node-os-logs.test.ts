@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'nod
 import path from 'node:path';
 import t from 'tap';
 import { distroHost } from '../fixtures/hosts/index.js';
+import { BOOTS, BOOT_WALL_US, MACHINE_ID, exportEntry, writeJournal } from '../fixtures/journal/gen.js';
 import { testApp } from '../helpers/app.js';
 
 const LOG = 'var/lib/rancher/rke2/agent/logs/kubelet.log';
@@ -89,4 +90,36 @@ t.test('kubelet logging to stderr (no --logtostderr=false) is not read from its 
   const r = await ta.app.inject({ method: 'GET', url: '/v1/logs?query=kubelet' });
   t.equal(r.statusCode, 503, r.body);
   t.match(r.json(), { code: 'source_unavailable', detail: /no journal and no log file for kubelet/ });
+});
+
+t.test('k3s: kubelet has no unit of its own: query=kubelet answers from the k3s unit, saying so', async (t) => {
+  const h = distroHost('k3s');
+  t.teardown(h.cleanup);
+  const entry = (unit: string, pid: number, message: string, monoUs: number) =>
+    exportEntry([
+      ['__REALTIME_TIMESTAMP', String(BOOT_WALL_US[2] + monoUs)],
+      ['__MONOTONIC_TIMESTAMP', String(monoUs)],
+      ['_BOOT_ID', BOOTS[2]],
+      ['_MACHINE_ID', MACHINE_ID],
+      ['_HOSTNAME', 'k3s-node'],
+      ['_TRANSPORT', 'stdout'],
+      ['_SYSTEMD_UNIT', unit],
+      ['SYSLOG_IDENTIFIER', unit.replace(/\.service$/, '')],
+      ['_PID', String(pid)],
+      ['PRIORITY', '6'],
+      ['MESSAGE', message],
+    ]);
+  await writeJournal(path.join(h.root, 'var/log/journal'), 'system', [
+    entry('k3s.service', 901, 'time="2026-12-02T10:00:00Z" level=info msg="Starting k3s v1.31.4+k3s1"', 1_000_000),
+    entry('k3s.service', 901, 'E1202 10:00:05.000001     901 pod_workers.go:1301] "Error syncing pod, skipping" err="CrashLoopBackOff"', 2_000_000),
+    entry('containerd.service', 955, 'unrelated', 3_000_000),
+  ]);
+  const ta = await testApp(['--host-root', h.root]);
+  t.teardown(() => ta.close());
+  const r = await ta.app.inject({ method: 'GET', url: '/v1/logs?query=kubelet' });
+  t.equal(r.statusCode, 200, r.body);
+  const b = r.json();
+  t.equal(b.source, 'journal');
+  t.same(b.records.map((x: any) => x.message.slice(0, 20)), ['time="2026-12-02T10:', 'E1202 10:00:05.00000']);
+  t.match(b.warnings[0], /^kubelet has no unit of its own: answered from k3s\.service \(k3s-server \(pid 901\) runs kubelet; its unit from \/proc\/901\/cgroup\)/);
 });

@@ -11,7 +11,7 @@ import type { HostFs } from '../hostfs/hostfs.js';
 import { JOURNAL_DIRS, UNIT_LOG_FILES } from '../../rules/node-os.js';
 import { readHostLogFile } from './file-log.js';
 import { JOURNAL_LIMITS } from './limits.js';
-import { kubeletLogFile, type KubeletLogFile } from '../node/kubelet-log.js';
+import { kubeletHostUnit, kubeletLogFile, type KubeletLogFile } from '../node/kubelet-log.js';
 
 /** A unit's log file: its host path, the directory it must stay inside, and how it was found. */
 export interface UnitFile {
@@ -21,7 +21,7 @@ export interface UnitFile {
   from: string;
 }
 
-export type LogBackend = { kind: 'journal'; warnings: string[] } | { kind: 'file'; files: UnitFile[]; why: string };
+export type LogBackend = { kind: 'journal'; warnings: string[]; units?: string[] } | { kind: 'file'; files: UnitFile[]; why: string };
 
 const isKubelet = (unit: string) => unit.replace(/\.service$/, '') === 'kubelet';
 
@@ -43,7 +43,14 @@ export async function chooseLogBackend(fs: HostFs, units: readonly string[], kub
   if (kf && units.every(isKubelet)) return { kind: 'file', files: [{ unit: units[0]!, path: kf.path, within: kf.within, from: kf.from }], why: 'kubelet logs to a file, not to the journal' };
   let journal = false;
   for (const d of JOURNAL_DIRS) if (await fs.exists(d)) journal = true;
-  if (journal) return { kind: 'journal', warnings: kf ? [`kubelet logs to ${kf.path} (${kf.from}), not to the journal: query kubelet alone to read that file`] : [] };
+  if (journal) {
+    if (kf) return { kind: 'journal', warnings: [`kubelet logs to ${kf.path} (${kf.from}), not to the journal: query kubelet alone to read that file`] };
+    // kubelet inside k3s: its records are the k3s unit's, not a kubelet unit's (which would answer nothing)
+    const host = units.some(isKubelet) ? await kubeletHostUnit(fs).catch(() => null) : null;
+    if (!host) return { kind: 'journal', warnings: [] };
+    const mapped = [...new Set(units.map((u) => (isKubelet(u) ? host.unit : u)))];
+    return { kind: 'journal', units: mapped, warnings: [`kubelet has no unit of its own: answered from ${host.unit} (${host.from}), which holds that program's own records too`] };
+  }
   const files: UnitFile[] = [];
   const lookedFor: string[] = [...JOURNAL_DIRS];
   for (const unit of units) {

@@ -10,7 +10,7 @@
  */
 import path from 'node:path';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { NODE_OS_LIMITS } from '../../rules/node-os.js';
+import { KUBELET_HOSTS, NODE_OS_LIMITS } from '../../rules/node-os.js';
 import { kubeletArgv } from './kubelet-config.js';
 import { parseFlags } from './kubelet-flags.js';
 
@@ -18,36 +18,63 @@ export type KubeletLogFile =
   | { path: string; within: string; from: string }
   | { refused: string; from: string };
 
-/** the kubelet pid last found, by host root */
+/** the pid last found, by host root and the names looked for */
 const lastPid = new Map<string, number>();
-/** when a full listing last found no kubelet, by host root: not listed again for NONE_TTL_MS */
+/** when a full listing last found none, by the same key: not listed again for NONE_TTL_MS */
 const noneSince = new Map<string, number>();
 const NONE_TTL_MS = 5000;
 
-async function isKubelet(fs: HostFs, proc: Awaited<ReturnType<HostFs['dir']>>, pid: number): Promise<boolean> {
+async function commOf(fs: HostFs, proc: Awaited<ReturnType<HostFs['dir']>>, pid: number): Promise<string | null> {
   const comm = await fs.readIn(fs.child(proc, String(pid)), 'comm', 64).catch(() => null);
-  return comm?.trim() === 'kubelet';
+  return comm === null ? null : comm.trim();
 }
 
-/** The kubelet's pid, or null when no process named kubelet is seen. */
-export async function findKubeletPid(fs: HostFs): Promise<number | null> {
+/** The first process named one of `comms` (the lowest pid listed), or null. */
+export async function findProcess(fs: HostFs, comms: readonly string[]): Promise<{ pid: number; comm: string } | null> {
+  const key = `${fs.root}\0${comms.join(',')}`;
   const proc = await fs.dir('/proc');
-  const last = lastPid.get(fs.root);
-  if (last !== undefined && (await isKubelet(fs, proc, last))) return last;
-  lastPid.delete(fs.root);
-  if (Date.now() - (noneSince.get(fs.root) ?? -Infinity) < NONE_TTL_MS) return null;
+  const last = lastPid.get(key);
+  if (last !== undefined) {
+    const comm = await commOf(fs, proc, last);
+    if (comm !== null && comms.includes(comm)) return { pid: last, comm };
+  }
+  lastPid.delete(key);
+  if (Date.now() - (noneSince.get(key) ?? -Infinity) < NONE_TTL_MS) return null;
   const entries = (await fs.readdir(proc).catch(() => null)) ?? [];
   let n = 0;
   for (const e of entries) {
     if (++n > NODE_OS_LIMITS.maxProcEntries) break;
     if (!/^\d{1,10}$/.test(e.name)) continue;
-    if (!(await isKubelet(fs, proc, Number(e.name)))) continue;
-    if (lastPid.size > 16) lastPid.clear();
-    lastPid.set(fs.root, Number(e.name));
-    return Number(e.name);
+    const comm = await commOf(fs, proc, Number(e.name));
+    if (comm === null || !comms.includes(comm)) continue;
+    if (lastPid.size > 64) lastPid.clear();
+    lastPid.set(key, Number(e.name));
+    return { pid: Number(e.name), comm };
   }
-  if (noneSince.size > 16) noneSince.clear();
-  noneSince.set(fs.root, Date.now());
+  if (noneSince.size > 64) noneSince.clear();
+  noneSince.set(key, Date.now());
+  return null;
+}
+
+/** The kubelet's pid, or null when no process named kubelet is seen. */
+export async function findKubeletPid(fs: HostFs): Promise<number | null> {
+  return (await findProcess(fs, ['kubelet']))?.pid ?? null;
+}
+
+/**
+ * Where kubelet runs inside another program (k3s: no kubelet process, kubelet's records
+ * are the k3s unit's): the systemd unit of that process, from its /proc/<pid>/cgroup.
+ * null when a kubelet process runs, or no such program is seen.
+ */
+export async function kubeletHostUnit(fs: HostFs): Promise<{ unit: string; from: string } | null> {
+  if ((await findKubeletPid(fs)) !== null) return null;
+  const p = await findProcess(fs, KUBELET_HOSTS);
+  if (p === null) return null;
+  const cgroup = await fs.readIn(fs.child(await fs.dir('/proc'), String(p.pid)), 'cgroup', 16 * 1024).catch(() => null);
+  for (const line of (cgroup ?? '').split('\n').slice(0, 64)) {
+    const unit = /\/([A-Za-z0-9@._-]{1,200}\.service)$/.exec(line.trim())?.[1];
+    if (unit) return { unit, from: `${p.comm} (pid ${p.pid}) runs kubelet; its unit from /proc/${p.pid}/cgroup` };
+  }
   return null;
 }
 

@@ -59,6 +59,8 @@ export const logRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, {
         if (q.follow) throw new SourceError('source_unsupported', `follow: ${backend.why}; ${backend.files.map((f) => f.path).join(', ')} can be read without follow`);
         return readUnitFiles(deps.hostFs, backend, q.units, q.tailLines, q.pattern);
       }
+      // kubelet inside k3s: the unit that holds its records
+      if (backend.units) q.units = backend.units;
       if (!q.follow) {
         // the journalctl child ends with the request: killed and reaped when the client goes away
         const r = await deps.journal.query(q, requestSignal(req));
