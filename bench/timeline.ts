@@ -8,7 +8,8 @@
  * JOURNAL_SCAN records; and the whole window), timed with /usr/bin/time.
  * Agent figures: wall time per request, the agent's CPU per request (its own and its reaped
  * journalctl children's, from /proc/<pid>/stat), RSS before the first request, after the runs,
- * and VmHWM (the process's peak since it started).
+ * and VmHWM (the process's peak since it started); per run, the sources that missed their deadline
+ * (sources and warnings of the last answer in full).
  * Run: nice -n 10 npx tsx bench/timeline.ts [records] [runs] [containers,...]
  * NODETRUTH_BENCH_DIST=<dir>/dist runs the agent from a build elsewhere (e.g. of a commit's
  * `git archive`, with proto/ and a node_modules link beside it) instead of building this dist/.
@@ -143,6 +144,8 @@ try {
       const rssBefore = rssBytes(pid);
       const ms: number[] = [];
       const cpu: number[] = [];
+      /** per run: the sources that failed or missed their deadline (a loaded machine's answer is then partial) */
+      const failed: string[][] = [];
       let last: any;
       let bytes = 0;
       for (let i = 0; i <= runs; i++) {
@@ -159,6 +162,7 @@ try {
         ms.push(wall);
         cpu.push(cpuMs(pid) - c0);
         last = JSON.parse(text);
+        failed.push(Object.entries(last.sources as Record<string, { ok: boolean }>).filter(([, v]) => !v.ok).map(([k]) => k));
         bytes = text.length;
       }
       const rssAfter = rssBytes(pid);
@@ -171,6 +175,7 @@ try {
         timeline: {
           wallMsP50: round(median(ms), 0),
           wallMs: ms.map((x) => round(x, 0)),
+          failedSourcesPerRun: failed,
           agentCpuMsP50: round(median(cpu), 0),
           events: last.events.length,
           truncated: last.truncated,
@@ -183,7 +188,7 @@ try {
         load: machine().load,
       };
       results.push(row);
-      say(`  ${row.containers} containers: /v1/timeline?since=1h p50 ${row.timeline.wallMsP50} ms (${row.timeline.wallMs.join(', ')}), agent CPU p50 ${row.timeline.agentCpuMsP50} ms; RSS ${row.timeline.agentRssMiB.beforeFirstRequest} → ${row.timeline.agentRssMiB.afterRuns} MiB, VmHWM ${row.timeline.agentRssMiB.peakVmHWM} MiB; ${row.timeline.events} events, truncated ${row.timeline.truncated}; sources ${JSON.stringify(row.timeline.sourcesMs)}`);
+      say(`  ${row.containers} containers: /v1/timeline?since=1h p50 ${row.timeline.wallMsP50} ms (${row.timeline.wallMs.join(', ')}), agent CPU p50 ${row.timeline.agentCpuMsP50} ms; failed sources per run ${JSON.stringify(failed)}; RSS ${row.timeline.agentRssMiB.beforeFirstRequest} → ${row.timeline.agentRssMiB.afterRuns} MiB, VmHWM ${row.timeline.agentRssMiB.peakVmHWM} MiB; ${row.timeline.events} events, truncated ${row.timeline.truncated}; sources ${JSON.stringify(row.timeline.sourcesMs)}`);
       say(`  journalctl -n ${JOURNAL_SCAN}: ${scan.wallS} s wall, ${scan.cpuS} s CPU, max RSS ${scan.maxRssMiB} MiB; load ${row.load}`);
     } finally {
       await node.stop();
