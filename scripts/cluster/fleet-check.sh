@@ -20,7 +20,8 @@
 #   PATH                        the release's kubectl first
 #   NODETRUTH_DEV_CLUSTER_DIR   the cluster's directory (absolute): audit.log, kubeconfig
 #   NODETRUTH_DEV_NODE          the real node's name (node1)
-# Run: bash scripts/dev-cluster.sh fleet-check
+# Run: bash scripts/dev-cluster.sh fleet-check (after daemonset-check, whose DaemonSet has the
+# startup probe a node under TCG needs; without a DaemonSet this applies deploy/daemonset/core)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -103,7 +104,7 @@ expect "the agent listens on the node's address and its loopback ($LISTEN)" \
   bash -c "kubectl -n $AGENT_NS get pod $POD -o json | jq -e --arg a '$LISTEN' 'any(.spec.containers[0].args[]; . == \$a)'"
 
 # Its certificate, through a port-forward to its loopback port, checked against the key pin it logged.
-PIN=$(kubectl -n "$AGENT_NS" logs "$POD" | jq -r 'select(.tls.enabled == true) | .tls.publicKeyPin' 2>/dev/null | tail -n 1)
+PIN=$(kubectl -n "$AGENT_NS" logs "$POD" | jq -r 'select(.tls.enabled == true) | .tls.publicKeyPin' 2>/dev/null | tail -n 1) || true
 kubectl -n "$AGENT_NS" port-forward "pod/$POD" :7071 --address=127.0.0.1 >"$WORK/pf.out" 2>"$WORK/pf.err" &
 PF_PID=$!
 wait_for 60 "the admin's port-forward listening" grep -q '^Forwarding from 127.0.0.1:' "$WORK/pf.out" ||
