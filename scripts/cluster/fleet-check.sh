@@ -10,6 +10,9 @@
 #   - the API server's audit log: the caller's pods/portforward of the agent pod, under the
 #     caller's name; the agent's ServiceAccount's TokenReviews and SubjectAccessReviews
 #   - the agent's own audit line: GET /v1/triage, 200, the caller's name
+#   - --attach on the Node without an agent (deploy/attach-rbac.yaml bound to the caller): its
+#     debug pod never starts (no kubelet), the row is cut at --timeout, the pod is deleted
+#     (audit: the caller's create and delete)
 # The agent's certificate is taken through a port-forward and checked against the public-key
 # pin the agent logged at start, then given to fleet as --agent-ca.
 # Everything it creates (the extra Nodes, the callers' namespace and bindings) is deleted at
@@ -75,7 +78,8 @@ PF_PID=
 cleanup() {
   [[ -n $PF_PID ]] && kill "$PF_PID" 2>/dev/null || true
   kubectl delete node "$GHOST" "$DOWN" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  kubectl delete clusterrolebinding "$NS-nodes" "$NS-reader" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete clusterrolebinding "$NS-nodes" "$NS-reader" "$NS-attach-nodes" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl -n nodetruth-attach delete rolebinding "$NS-attach" --ignore-not-found >/dev/null 2>&1 || true
   kubectl -n "$AGENT_NS" delete rolebinding "$NS" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete namespace "$NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
 }
@@ -239,6 +243,20 @@ sed 's/^/  # /' "$WORK/oncall.txt" | head -n 30
 rc=$(fleet "$STRANGER_KC" "$WORK/stranger.json" -o json --nodes "$NODE")
 expect "a caller without nodetruth-reader: the agent's own 403 in the row, exit 3 (got $rc: $(jq -c '.[0].error' "$WORK/stranger.json" 2>/dev/null))" \
   bash -c "[[ $rc == 3 ]] && jq -e '.[0].error | startswith(\"agent answered 403\")' '$WORK/stranger.json'"
+
+# --- --attach on a Node without a kubelet: its debug pod never starts, is cut and deleted -------
+kubectl apply -f deploy/attach-rbac.yaml >/dev/null
+kubectl create clusterrolebinding "$NS-attach-nodes" --clusterrole=nodetruth-attach-nodes --serviceaccount="$NS:oncall" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl -n nodetruth-attach create rolebinding "$NS-attach" --role=nodetruth-attach --serviceaccount="$NS:oncall" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+rc=$(fleet "$ONCALL_KC" "$WORK/attach.json" -o json --attach --attach-namespace nodetruth-attach --timeout 30s --nodes "$GHOST")
+expect "--attach on $GHOST (no kubelet): a row cut at its deadline, exit 3 (got $rc: $(jq -c '.[0] | {error, notes}' "$WORK/attach.json" 2>/dev/null))" \
+  bash -c "[[ $rc == 3 ]] && jq -e '.[0].error == \"timed out after 30s\" and any(.[0].notes[]; test(\"--attach\"))' '$WORK/attach.json'"
+DEBUG_POD=$(jq -r --arg u "$USER_ONCALL" --arg ts "$ts" 'select(.verb == "create" and .objectRef.resource == "pods" and (.objectRef.subresource // "") == ""
+    and .objectRef.namespace == "nodetruth-attach" and .user.username == $u and .stageTimestamp >= $ts) | .objectRef.name // .responseObject.metadata.name // empty' "$DIR/audit.log" | tail -n 1)
+expect "audit: $USER_ONCALL created the debug pod nodetruth-attach/${DEBUG_POD:-?} on $GHOST" test -n "$DEBUG_POD"
+expect "audit: and deleted it" bash -c "jq -e --arg u '$USER_ONCALL' --arg p '$DEBUG_POD' 'select(.verb == \"delete\" and .objectRef.resource == \"pods\" and .objectRef.name == \$p and .user.username == \$u)' '$DIR/audit.log'"
+# a pod bound to a Node without a kubelet stays Terminating until the Node goes (cleanup deletes it)
+expect "the debug pod is gone or terminating" bash -c "[[ -z \$(kubectl -n nodetruth-attach get pod '$DEBUG_POD' --ignore-not-found -o name) ]] || kubectl -n nodetruth-attach get pod '$DEBUG_POD' -o json | jq -e '.metadata.deletionTimestamp != null'"
 
 # --- the audit trails -------------------------------------------------------------------------
 pf=0
