@@ -43,6 +43,14 @@ export interface TimelineClock {
   /** the wall-clock time of boot used */
   bootTime: string;
   detail: string;
+  /**
+   * The journal's own pairing for this boot, where it holds kernel records of it: its newest
+   * records' wall-clock stamps minus their kernel stamps (µs since boot), the smallest of them
+   * (journald stores a record a little after the kernel wrote it). More than 1 s from
+   * `bootTime` means the kernel's clock stood still (a suspend) or the wall clock stepped since
+   * boot; a warning says so.
+   */
+  journal?: { bootTime: string; differenceMs: number; records: number };
 }
 
 export interface Timeline {

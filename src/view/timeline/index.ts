@@ -15,7 +15,7 @@ import { KernelProblemsSource } from '../kernel-problems.js';
 import { OomSource } from '../oom.js';
 import { RuntimeNameBook, type RuntimeIndexSource } from '../runtime-index.js';
 import { statusWarnings, type RuntimeView } from '../runtime-view.js';
-import { kernelClock } from './clock.js';
+import { journalClock, kernelClock } from './clock.js';
 import { journalEvents, JOURNAL_SCAN, MESSAGE_CHARS, TIMELINE_UNITS } from './journal.js';
 import { kernelEvents, oomEvents } from './kernel.js';
 import { kubeEvents, KubeNotConfigured, type KubeEventsDeps } from './kube.js';
@@ -48,6 +48,9 @@ export interface TimelineOptions {
   signal?: AbortSignal;
 }
 
+/** The journal's clock pairing is a check, not a source: it gets little time, and without it the answer stands. */
+const CLOCK_DEADLINE_MS = 2000;
+
 interface Produced {
   events: SourceEvents;
   warnings: string[];
@@ -58,6 +61,11 @@ export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: Time
   const { deadlines: d, signal } = o;
   const { bootUs, clock } = await kernelClock(deps.hostFs);
   const warnings: string[] = [];
+  // the journal's own pairing of kernel and wall time, beside the sources, when kernel records are asked for
+  const pairing =
+    q.sources.has('kernel') || q.sources.has('oom')
+      ? withinDeadline((s) => journalClock(deps.hostFs, deps.journal, bootUs, anySignal(s, signal)), CLOCK_DEADLINE_MS, 'the journal\'s clock')
+      : null;
   // the runtime's names for kernel records' pod UIDs and container IDs; the last list's when it is late
   let names: Promise<RuntimeNameBook> | null = null;
   const namesOf = () => (names ??= deps.index.join().then((j) => j.names, () => RuntimeNameBook.EMPTY));
@@ -128,6 +136,9 @@ export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: Time
       return { list, warnings: w };
     }),
   );
+  const paired = pairing ? await pairing : null;
+  if (paired?.ok && paired.value.journal) clock.journal = paired.value.journal;
+  if (paired?.ok && paired.value.warning) warnings.push(`clock: ${paired.value.warning}`);
   const lists = answered.map((a) => a.list);
   for (const a of answered) warnings.push(...a.warnings);
   const { events, truncated } = mergeNewest(lists, q.limit);
