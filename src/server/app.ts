@@ -4,7 +4,8 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import { loadKubeClient } from '../readers/kube/api.js';
 import type { Sources } from '../sources.js';
 import { auditClientError, installAuditLog } from './plugins/audit.js';
-import { installAuth, installHostCheck } from './plugins/auth.js';
+import { installAuth } from './plugins/auth.js';
+import { installHostCheck } from './plugins/host-check.js';
 import { installLoadShed } from './plugins/load-shed.js';
 import { installConnectionBounds } from './connections.js';
 import { installSessionSecret } from './plugins/session-secret.js';

@@ -1,8 +1,14 @@
 import { constants, promises as fsp, realpathSync, type Dirent, type StatsFs } from 'node:fs';
 import path from 'node:path';
+import { assertName, assertPathText, errCode, escapes, HostPathError, isGone, judgeFdPath } from './host-path.js';
+
+// the refusals HostFs throws, for its callers to tell apart
+export { type HostPathCode, HostPathError, isGone, isHostPathError, judgeFdPath } from './host-path.js';
 
 const MAX_SYMLINKS = 40; // as the kernel's own limit on nested links (ELOOP)
 const DEFAULT_MAX_BYTES = 4 * 1024 * 1024;
+/** path components walked for one path, links expanded included */
+const MAX_STEPS = 4096;
 /**
  * Linux O_PATH (Node has no constant for it): an fd that names a file without
  * opening it, so walking a path never runs a device's open (a /dev/watchdog
@@ -14,36 +20,6 @@ const { O_RDONLY, O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY } = constants;
 /** The agent's own /proc (never the host root's): the kernel's name for one of our fds. */
 const fdPath = (fd: number) => `/proc/self/fd/${fd}`;
 
-/**
- * Codes of a refused host path, errno-style so `err.code` checks compose:
- * EXDEV  the path leads outside the host root, or outside the subtree the caller required;
- * EFTYPE the path names something other than what was asked for (a device, a FIFO, a directory);
- * ELOOP  too many links, or a link swapped in while it was being opened.
- */
-export type HostPathCode = 'EXDEV' | 'EFTYPE' | 'ELOOP';
-export class HostPathError extends Error {
-  readonly code: HostPathCode;
-  readonly hostPath: string;
-  constructor(code: HostPathCode, hostPath: string, message: string) {
-    super(message);
-    this.name = 'HostPathError';
-    this.code = code;
-    this.hostPath = hostPath;
-  }
-}
-export const isHostPathError = (err: unknown): err is HostPathError => err instanceof HostPathError;
-
-/** Errors meaning "this thing is not there (any more)": a vanished pid or cgroup. */
-const GONE = new Set(['ENOENT', 'ENOTDIR', 'ESRCH', 'ENODEV', 'ENXIO']);
-export const isGone = (err: unknown): boolean =>
-  typeof err === 'object' && err !== null && GONE.has((err as NodeJS.ErrnoException).code ?? '');
-
-/**
- * A directory already resolved inside the host root: realPath is link-free.
- * Files directly in it are opened by that path with O_NOFOLLOW and the kernel's
- * name for the fd is compared with it, so a directory resolved once can be read
- * many times without walking its path again (cgroup trees hold thousands of them).
- */
 export interface ResolvedDir {
   readonly hostPath: string; // as the host sees it, e.g. /sys/fs/cgroup/kubepods.slice
   readonly realPath: string; // where we read it, under the host root
@@ -314,29 +290,4 @@ async function readBounded(fh: fsp.FileHandle, maxBytes: number): Promise<string
   } finally {
     await fh.close();
   }
-}
-
-function assertPathText(p: string): void {
-  if (p.includes('\0')) throw Object.assign(new Error('NUL byte in path'), { code: 'EINVAL' });
-}
-
-function assertName(name: string): void {
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
-    throw Object.assign(new Error(`not a plain file name: ${JSON.stringify(name)}`), { code: 'EINVAL' });
-  }
-}
-
-const MAX_STEPS = 4096;
-
-const errCode = (err: unknown): string | undefined => (err as NodeJS.ErrnoException | null)?.code;
-
-const escapes = (hostPath: string, within?: string) =>
-  new HostPathError('EXDEV', hostPath, within === undefined ? `${hostPath} escapes the host root` : `${hostPath} leads outside ${within}`);
-
-/** Shared by the async and sync readers: what the kernel named an fd vs the path we resolved. */
-export function judgeFdPath(actual: string, expected: string, hostPath: string): 'ok' | 'gone' {
-  if (actual === expected) return 'ok';
-  // unlinked after the open (a vanished pid or cgroup, a rotated log): as if it was never found
-  if (actual === `${expected} (deleted)`) return 'gone';
-  throw new HostPathError('EXDEV', hostPath, `${hostPath} escapes the host root (a link was swapped in while it was opened)`);
 }
