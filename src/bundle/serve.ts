@@ -45,6 +45,7 @@ import { MAX_CANDIDATES, onlyMatch } from '../readers/cri/ids.js';
 import { isSourceError } from '../readers/errors.js';
 import { wantsText } from '../server/plugins/text-format.js';
 import { routeKey } from './format.js';
+import { narrowedTimeline } from './timeline.js';
 import type { Bundle, StoredAnswer } from './read.js';
 
 /** What the agent itself answers with (server/plugins: problems, text-format; routes/metrics' prom-client); nothing else is replayed. */
@@ -251,6 +252,11 @@ const bundleTable = (bundle: Bundle, routeUrls: string[]): RouteTable => async (
     const q = req.query as Record<string, unknown>;
     const path = req.url.split('?')[0]!.replace(/\/+$/, '');
     if (q.follow !== undefined && q.follow !== 'false' && q.follow !== '0') return notLive(req, reply, 'a follow stream needs the live node');
+    // the stored timeline narrowed by the parameters (offline, nothing read again)
+    if (path === '/v1/timeline') {
+      const n = narrowedTimeline(answers.get('/v1/timeline'), q, wantsText(req));
+      if (n) return reply.code(200).type(n.type).send(n.body);
+    }
     if (path === '/v1/throttling') return notLive(req, reply, `a new throttling window needs the live node; the bundle holds the sample ${heldThrottling ? heldThrottling.url.split('&')[0]!.slice(0, 200) : '(none)'}`);
     return notLive(req, reply, `${req.url.slice(0, 200)} was not captured (other parameters need the live node)`);
   };

@@ -10,12 +10,12 @@ import pino from 'pino';
 import { createLogger } from '../agent.js';
 import { BundleError, readBundle } from '../bundle/read.js';
 import { DEFAULT_READ_MAX_BYTES, parseSize } from '../bundle/format.js';
-import { escapeTerminal, parseDuration } from '../format.js';
-import { formatMicros, parseRfc3339Micros } from '../readers/journal/time.js';
+import { escapeTerminal } from '../format.js';
+import { parseRfc3339Micros } from '../readers/journal/time.js';
 import { parseStoredTimeline, replayTimeline } from '../view/timeline/replay.js';
 import { deadlines } from '../deadlines.js';
 import { ConfigError, loadConfig } from '../config.js';
-import { timelineParams, timelineQuery, timelineText } from '../server/routes/timeline.js';
+import { timelineQueryAt, timelineText } from '../server/routes/timeline.js';
 import { closeSources, createSources } from '../sources.js';
 import { readTimeline } from '../view/timeline/index.js';
 
@@ -41,16 +41,12 @@ const FLAGS = {
 
 type Flags = Record<string, string | boolean | string[] | undefined>;
 
-/** The route's parameters from the flags; with `nowUs`, durations count back from it (a capture's time). */
+/** The route's parameters from the flags; with `nowUs`, durations count back from it (a capture's end). */
 function queryOf(f: Flags, nowUs?: number) {
-  const back = (v: unknown) => {
-    if (nowUs === undefined || typeof v !== 'string' || parseRfc3339Micros(v) !== null) return v;
-    const ms = parseDuration(v);
-    return ms === null ? v : formatMicros(nowUs - ms * 1000);
-  };
-  const q = timelineParams.safeParse({ since: back(f.since), until: back(f.until), pod: f.pod, source: f.source, limit: f.limit, verbose: f.verbose ? 'true' : undefined });
-  if (!q.success) throw new ConfigError(q.error.issues.map((i) => `--${String(i.path[0] ?? '')}: ${i.message}`).join('\n'));
-  return timelineQuery(q.data, nowUs);
+  const raw = { since: f.since, until: f.until, pod: f.pod, source: f.source, limit: f.limit, verbose: f.verbose ? 'true' : undefined };
+  const r = timelineQueryAt(raw, nowUs ?? Date.now() * 1000);
+  if ('issues' in r) throw new ConfigError(r.issues.map((i) => `--${i.param}: ${i.message}`).join('\n'));
+  return r.query;
 }
 
 export async function timelineMain(args: string[], io: TimelineIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {

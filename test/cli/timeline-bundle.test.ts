@@ -114,3 +114,33 @@ t.test('hostile stored timelines: refused with the reason, or shown escaped', as
   t.equal(none.code, TIMELINE_USAGE_EXIT);
   t.match(none.err, /--bundle: cannot read .*nope\.tar\.gz: ENOENT/);
 });
+
+t.test('serve --bundle: /v1/timeline with parameters the capture did not store, narrowed', async (t) => {
+  const { readBundle } = await import('../../src/bundle/read.js');
+  const { buildBundleApp } = await import('../../src/bundle/serve.js');
+  const { createSources } = await import('../../src/sources.js');
+  const { createLogger } = await import('../../src/agent.js');
+  const { loadConfig } = await import('../../src/config.js');
+  const { Writable } = await import('node:stream');
+  const { config } = loadConfig(['--node-name', 'elsewhere', '--host-root', '/nonexistent'], {});
+  const log = createLogger({ logLevel: 'silent' }, new Writable({ write: (_c, _e, cb) => cb() }));
+  const served = await buildBundleApp(await readBundle(file), { ...createSources({ ...config, criEndpoint: null }, log), shutdown: new AbortController().signal });
+  await served.ready();
+  t.teardown(() => served.close());
+  const get = (url: string) => served.inject({ method: 'GET', url, headers: { host: '127.0.0.1' } });
+  const stored = await get('/v1/timeline');
+  t.equal(stored.statusCode, 200, 'the stored answer as captured');
+  const pod = await get(`/v1/timeline?pod=${OOM_POD}&source=oom`);
+  t.equal(pod.statusCode, 200, pod.body);
+  const body = pod.json() as Timeline;
+  t.same(body.events.map((e) => e.kind), ['oom-kill']);
+  t.match(body.warnings[0], /^replayed from a capture taken at /);
+  const text = await get('/v1/timeline?since=2m&format=text&source=kernel');
+  t.match(text.headers['content-type'], /^text\/plain/);
+  t.match(text.body, /kernel-hung-task/);
+  t.notMatch(text.body, /oom-kill/, '2m back from the capture\'s end');
+  const bad = await get('/v1/timeline?since=yesterday&pod=x');
+  t.equal(bad.statusCode, 400);
+  t.match(bad.json(), { code: 'bad_parameter', param: 'since' });
+  t.equal((await get('/v1/timeline?follow=true')).statusCode, 409, 'a follow stream still needs the live node');
+});

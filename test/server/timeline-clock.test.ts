@@ -15,7 +15,7 @@ import { BOOTS, exportEntry, JOURNAL_REMOTE, MACHINE_ID, writeJournal } from '..
 import { testApp } from '../helpers/app.js';
 
 if (!existsSync(JOURNAL_REMOTE)) {
-  t.skip(`no ${JOURNAL_REMOTE} to write journal files with (apt install systemd-journal-remote)`);
+  t.test('the journal\'s clock', { skip: `no ${JOURNAL_REMOTE} to write journal files with (apt install systemd-journal-remote)` }, async () => {});
 } else {
   const NOW_S = Math.floor(Date.now() / 1000);
   const BTIME = NOW_S - 7200;

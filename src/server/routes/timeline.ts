@@ -5,7 +5,7 @@ import { Reading } from '../../reading.js';
 import { escapeTerminal, parseDuration, shortId } from '../../format.js';
 import { TIMELINE_SOURCES, type Timeline, type TimelineEvent, type TimelineSource } from '../../model/timeline.js';
 import type { Evidence } from '../../model/triage.js';
-import { parseRfc3339Micros } from '../../readers/journal/time.js';
+import { formatMicros, parseRfc3339Micros } from '../../readers/journal/time.js';
 import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../../validate.js';
 import { FOLLOW_TIMING, followTimeline } from '../../view/timeline/follow.js';
 import { readTimeline } from '../../view/timeline/index.js';
@@ -74,6 +74,22 @@ export function timelineQuery(q: z.output<typeof timelineParams>, nowUs = Date.n
   const sinceUs = q.since ?? untilUs - TIMELINE_LIMITS.defaultWindowMs * 1000;
   const pods = q.pod ? { uids: new Set(q.pod.filter((p) => !p.includes('/'))), names: new Set(q.pod.filter((p) => p.includes('/'))) } : null;
   return { sinceUs, untilUs, pods, sources: new Set(q.source ? (q.source as TimelineSource[]) : DEFAULT_SOURCES), explicitSources: q.source !== undefined, limit: q.limit ?? TIMELINE_LIMITS.defaultLimit, verbose: Boolean(q.verbose), nowUs };
+}
+
+/**
+ * The parameters as given (strings, or arrays of them), counted from `nowUs`: durations go
+ * back from it (a capture's end, when a stored timeline is replayed). Each issue names its
+ * parameter.
+ */
+export function timelineQueryAt(raw: Record<string, unknown>, nowUs: number): { query: TimelineQuery } | { issues: { param: string; message: string }[] } {
+  const back = (v: unknown) => {
+    if (typeof v !== 'string' || parseRfc3339Micros(v) !== null) return v;
+    const ms = parseDuration(v);
+    return ms === null || ms > MAX_BACK_MS ? v : formatMicros(nowUs - ms * 1000);
+  };
+  const q = timelineParams.safeParse({ ...raw, since: back(raw.since), until: back(raw.until) });
+  if (!q.success) return { issues: q.error.issues.map((i) => ({ param: String(i.path[0] ?? ''), message: i.message })) };
+  return { query: timelineQuery(q.data, nowUs) };
 }
 
 export const timelineRoutes: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { deps }) => {
