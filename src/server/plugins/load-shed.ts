@@ -16,8 +16,8 @@
  * it costs the bytes of an answer already made. Up to `running` other heavy requests run;
  * up to `queued` more wait, in order, at most `maxWaitMs`; past that the answer is 503 with
  * Retry-After, at once. A waiter is asked again whether it joins each time a slot is given
- * back (that is when answers are finished). A waiting request whose client went away leaves
- * the queue.
+ * back (that is when answers are finished) and once the requests then admitted have started
+ * theirs. A waiting request whose client went away leaves the queue.
  *
  * A slot is given back when its request ends, however it ends: the answer handed to the
  * socket (onSend: the heavy work is done; what is still unsent is bounded by
@@ -72,18 +72,26 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
   const queue: Waiter[] = [];
   let running = 0;
 
-  const release = () => {
-    running--;
-    // in order: a waiter whose answer now exists joins it; others take the slots free
+  /** in order: a waiter whose answer now exists joins it; others take the slots free (`slots`) */
+  const admit = (slots: boolean) => {
+    let admitted = false;
     for (let i = 0; i < queue.length; ) {
       const w = queue[i]!;
       const joins = w.joins();
-      if (joins || running < o.running) {
+      if (joins || (slots && running < o.running)) {
         queue.splice(i, 1);
         if (!joins) running++;
+        admitted ||= !joins;
         w.admit(!joins);
       } else i++;
     }
+    // a request admitted with a slot starts its answer once its hooks have run: the waiters
+    // identical to it can join it then, without waiting for the next slot
+    if (admitted) setImmediate(() => admit(false));
+  };
+  const release = () => {
+    running--;
+    admit(true);
   };
 
   const holders = new WeakMap<FastifyRequest, () => void>();

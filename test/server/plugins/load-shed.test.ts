@@ -128,6 +128,23 @@ t.test('a request whose answer is made takes no slot, at once or while it waits;
   for (const r of await Promise.all([joiner, waiting, other])) t.equal(r.status, 200);
 });
 
+t.test('waiters identical to one admitted join it once it has started, without waiting for the next slot', async (t) => {
+  const { g, made, base } = await server(t, { running: 1, queued: 8 });
+  const first = get(base, '/heavy?n=1');
+  await until(() => g.started.length === 1, 'the first runs');
+  const same = [get(base, '/heavy?same'), get(base, '/heavy?same'), get(base, '/heavy?same')];
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal(g.started.length, 1, 'all three wait: the slot is taken');
+  // the stand-in for a reading: the answer exists once one of them has started it
+  const work = g.work;
+  g.work = (what: string) => (made.add(what.replace(/^heavy /, '')), work(what));
+  g.finishOne();
+  t.equal((await first).status, 200);
+  await until(() => g.started.length === 4, 'one takes the freed slot; the other two join it while it runs');
+  g.finishAll();
+  for (const r of await Promise.all(same)) t.equal(r.status, 200);
+});
+
 t.test('identical requests each take a slot unless they join; a follow request takes none', async (t) => {
   const { g, base } = await server(t, { running: 1, queued: 4 });
   const first = get(base, '/own?same');
