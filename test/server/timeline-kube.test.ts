@@ -167,3 +167,33 @@ t.test('no cluster access: noted in sources; a warning only when kube is asked f
   t.ok(u.events.some((e) => e.kind === 'kernel-hung-task'));
 });
 
+
+t.test('follow: Events only when source=kube is asked (each poll lists them once per pod)', async (t) => {
+  const http = await import('node:http');
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as import('node:net').AddressInfo;
+  /** the first `n` NDJSON frames of a follow stream, then the client goes away */
+  const frames = (qs: string, n: number) =>
+    new Promise<unknown[]>((resolve, reject) => {
+      const req = http.get({ host: '127.0.0.1', port, path: `/v1/timeline?follow=true${qs}` }, (res) => {
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          buf += d;
+          const lines = buf.split('\n');
+          if (lines.length > n) {
+            resolve(lines.slice(0, n).map((l) => JSON.parse(l) as unknown));
+            req.destroy();
+          }
+        });
+      });
+      req.on('error', reject);
+    });
+  const lists = () => fake.requests.filter((r) => /^\/api\/v1\/(?:namespaces\/[^/]+\/)?events\?/.test(r.url)).length;
+  const b0 = lists();
+  await frames('&source=kube&pod=default/lab', 1);
+  const b1 = lists();
+  t.ok(b1 > b0, 'asked for: listed');
+  await frames('', 1);
+  t.equal(lists(), b1, 'no Event list for the default sources');
+});

@@ -3,7 +3,8 @@
  * of the last stretch that were not sent yet. Each poll is one bounded timeline (readTimeline,
  * every source within its deadline); polls overlap by `overlapMs`, since a record may arrive
  * after its own time (journald reads the kernel ring late, a container's finishedAt is known
- * only once it exited), and what was sent is remembered only for that overlap.
+ * only once it exited), and what was sent is remembered only for that overlap. Kubernetes
+ * Events are followed only when `source=kube` is asked: each poll lists them once per pod.
  */
 import { sleep } from '../../lib/concurrency.js';
 import type { TimelineEvent } from '../../model/timeline.js';
@@ -32,9 +33,10 @@ export async function* followTimeline(
   let sent = new Map<string, number>();
   let sinceUs = q.sinceUs;
   let lastWarnings = new Set<string>();
+  const sources = q.explicitSources ? q.sources : new Set([...q.sources].filter((s) => s !== 'kube'));
   while (!o.signal.aborted) {
     const untilUs = now();
-    const t = await readTimeline(deps, { ...q, sinceUs, untilUs, nowUs: untilUs }, { deadlines: o.deadlines, signal: o.signal });
+    const t = await readTimeline(deps, { ...q, sources, sinceUs, untilUs, nowUs: untilUs }, { deadlines: o.deadlines, signal: o.signal });
     if (o.signal.aborted) return;
     // a warning once while it lasts, not every poll
     const warnings = new Set(t.warnings);
