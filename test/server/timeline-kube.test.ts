@@ -136,6 +136,19 @@ t.test('more pages than the bound: the first pages, and it says so', async (t) =
   t.match(r.body.warnings, [/^kube: GET \/api\/v1\/events\?fieldSelector=.*: more Events than one read takes/]);
 });
 
+t.test('more Events than the bound over all pods: the rest of the pods are not listed, and it says so', async (t) => {
+  const pods = fake.pods;
+  t.teardown(() => void ((fake.pods = pods), (fake.events = [...base, evil, timeless, oddTime])));
+  const uid = (i: number) => `5e5e5e5e-0000-4000-8000-${String(i).padStart(12, '0')}`;
+  fake.pods = Array.from({ length: 14 }, (_, i) => apiPod({ name: `busy-${i}`, namespace: 'load', uid: uid(i), nodeName: 'node-a' }));
+  fake.events = fake.pods.flatMap((_, i) => Array.from({ length: 2000 }, (_, j) => legacyEvent({ ref: { kind: 'Pod', name: `busy-${i}`, namespace: 'load', uid: uid(i) }, reason: 'Pulled', message: `m${j}`, firstMs: ago(30) })));
+  const before = fake.count('/api/v1/namespaces/load/events');
+  const r = await get('?source=kube&limit=10');
+  t.equal(r.status, 200);
+  t.ok(r.body.warnings.some((w) => /^kube: 20000 Events were read: the Events of \d+ more pods were not listed$/.test(w)), r.body.warnings.join('\n'));
+  t.ok(fake.count('/api/v1/namespaces/load/events') - before < 14 * 4, 'not every pod\'s pages were asked for');
+});
+
 t.test('a hung API server: the deadline, then a warning', async (t) => {
   t.teardown(() => void (fake.mode.events = 'ok'));
   fake.mode.events = 'hang';

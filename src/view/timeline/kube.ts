@@ -17,6 +17,8 @@ import { podMatches, SourceEvents, summaryText, excerptText, type TimelineQuery 
 
 /** Pods whose Events are listed at most (kubelet's default is 110 pods a node). */
 export const KUBE_MAX_PODS = 256;
+/** Events read at most over all lists (each list is bounded too): no more are listed once this many were. */
+export const KUBE_MAX_EVENTS = 20_000;
 /** Event lists in flight at once. */
 const IN_FLIGHT = 4;
 const POD_UID = /^[0-9a-f-]{8,64}$/;
@@ -64,10 +66,15 @@ export async function kubeEvents(deps: KubeEventsDeps, q: TimelineQuery, signal:
     .map((p) => ({ namespace: p.metadata?.namespace ?? '', name: p.metadata?.name ?? '', uid: p.metadata?.uid ?? '' }))
     .filter((p) => DNS1123_LABEL.test(p.namespace) && POD_UID.test(p.uid) && (!q.pods || podMatches(q.pods, p)));
   if (mine.length > KUBE_MAX_PODS) warnings.push(`${mine.length} pods are bound to ${nodeName}: the Events of ${KUBE_MAX_PODS} of them were listed`);
-  const podLists = await mapLimit(mine.slice(0, KUBE_MAX_PODS), IN_FLIGHT, async (p) => ({
-    pod: p,
-    list: await listEvents(api, p.namespace, `involvedObject.uid=${p.uid}`, signal),
-  }));
+  let read = nodeList?.events.length ?? 0;
+  let unread = 0;
+  const podLists = await mapLimit(mine.slice(0, KUBE_MAX_PODS), IN_FLIGHT, async (p) => {
+    if (read >= KUBE_MAX_EVENTS) return (unread++, null);
+    const list = await listEvents(api, p.namespace, `involvedObject.uid=${p.uid}`, signal);
+    read += list.events.length;
+    return { pod: p, list };
+  });
+  if (unread > 0) warnings.push(`${KUBE_MAX_EVENTS} Events were read: the Events of ${unread} more pods were not listed`);
 
   const out = new SourceEvents(q);
   let seq = 0;
@@ -83,7 +90,7 @@ export async function kubeEvents(deps: KubeEventsDeps, q: TimelineQuery, signal:
     }
   };
   if (nodeList) take(nodeList, null);
-  for (const { pod, list } of podLists) take(list, pod);
+  for (const p of podLists) if (p) take(p.list, p.pod);
   return { events: out, warnings };
 }
 
