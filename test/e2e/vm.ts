@@ -92,6 +92,11 @@ export class NodeVm {
    * the node reports).
    */
   hostForwards: number[] = [];
+  /**
+   * Set before boot(), optional: more words for the guest kernel's command line (e.g.
+   * systemd.mask=… for a node that runs without a unit the image has).
+   */
+  kernelArgs: string[] = [];
   private pid: number | undefined;
   private seq = 0;
   /** set when a command outlived its timeout: the guest stopped answering, send no more */
@@ -170,7 +175,7 @@ export class NodeVm {
       '-kernel', this.image.kernel,
       '-initrd', this.image.initrd,
       // sysrq_always_enabled: a stuck guest can be asked for its blocked tasks (stuckDump)
-      '-append', 'console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0 sysrq_always_enabled',
+      '-append', ['console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0 sysrq_always_enabled', ...this.kernelArgs].join(' '),
       '-drive', `file=${overlay},if=virtio,format=qcow2${this.overlayCache ? `,cache=${this.overlayCache}` : ''}`,
       ...this.readonlyDrives.flatMap((f) => ['-drive', `file=${f},format=raw,if=virtio,readonly=on`]),
       '-netdev', `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${this.hostPort}-:${GUEST_RELAY_PORT},hostfwd=tcp:127.0.0.1:${this.nodePort}-:${GUEST_NODE_PORT}${this.hostForwards.map((p) => `,hostfwd=tcp:127.0.0.1:${p}-:${p}`).join('')}${guestfwd}`,

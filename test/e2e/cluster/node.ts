@@ -4,7 +4,13 @@
 // which stops it by that PID on `down`.
 //
 //   tsx test/e2e/cluster/node.ts up --dir=.dev-cluster --suite=bookworm --bin=<kube bin dir>
-//       --api-port=16443 --kubelet-port=10250 --node=node1
+//       --api-port=16443 --kubelet-port=10250 --node=node1 [--no-journal]
+//
+// --no-journal: a node without journald (as Talos): systemd-journald and its sockets are
+// masked on the kernel command line, so it never runs in that boot, the image's
+// /var/log/journal is removed, and kubelet's output goes to /var/log/kubelet.log. kubelet
+// 1.36 has no --log-file (its klog flags are only -v and -vmodule): the service manager
+// keeps the file, as kube-log-runner would.
 //
 // Wiring (restrict=on slirp, nothing else reaches the host):
 //   guest -> API server: the guestfwd 10.0.2.100:443 -> host 127.0.0.1:<api port> (vm.ts);
@@ -45,6 +51,7 @@ const { values: opt, positionals } = parseArgs({
     node: { type: 'string', default: 'node1' },
     'ready-timeout': { type: 'string', default: '900' },
     'service-ip': { type: 'string', default: '10.96.0.1' },
+    'no-journal': { type: 'boolean', default: false },
   },
 });
 
@@ -104,7 +111,12 @@ const CNI_CONFLIST = JSON.stringify(
   2,
 );
 
-const KUBELET_UNIT = `[Unit]
+/** The journald units a --no-journal node masks at boot. */
+const JOURNALD_UNITS = ['systemd-journald.service', 'systemd-journald.socket', 'systemd-journald-dev-log.socket', 'systemd-journald-audit.socket', 'systemd-journal-flush.service'];
+/** Where a --no-journal node's kubelet logs (the agent's unit-log fallback, rules/node-os.ts). */
+const KUBELET_LOG_FILE = '/var/log/kubelet.log';
+
+const kubeletUnit = (logFile: string): string => `[Unit]
 Description=kubelet (the dev cluster's node)
 Wants=containerd.service
 After=containerd.service
@@ -113,16 +125,15 @@ After=containerd.service
 ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet-config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --v=1
 Restart=always
 RestartSec=2
-# also on the share: the host reads it without a command round trip
-StandardOutput=append:/share/kubelet.log
-StandardError=append:/share/kubelet.log
+StandardOutput=append:${logFile}
+StandardError=append:${logFile}
 
 [Install]
 WantedBy=multi-user.target
 `;
 
 /** Installs what node.ts put on the share and starts kubelet; runs in the guest as root. */
-const setupScript = (serviceIp: string): string => `set -eu
+const setupScript = (serviceIp: string, noJournal: boolean): string => `set -eu
 K=/share/kube
 install -d -m 700 /etc/kubernetes/pki
 install -m 644 $K/ca.crt $K/kubelet.crt $K/kubelet-serving.crt /etc/kubernetes/pki/
@@ -138,7 +149,11 @@ mkdir -p /opt/cni /etc/cni/net.d
 install -m 644 $K/10-nodetruth-dev.conflist /etc/cni/net.d/10-nodetruth-dev.conflist
 install -m 644 $K/kubelet.service /etc/systemd/system/kubelet.service
 swapoff -a || true
-# the kubernetes Service without kube-proxy: its address on lo, relayed to the API server
+${noJournal ? `# no journal on this node: nothing may be left that reads as one
+if systemctl is-active -q systemd-journald.service; then echo "systemd-journald runs although masked"; exit 1; fi
+rm -rf /var/log/journal /run/log/journal
+: > ${KUBELET_LOG_FILE}
+` : ''}# the kubernetes Service without kube-proxy: its address on lo, relayed to the API server
 ip addr add ${serviceIp}/32 dev lo
 systemd-run --unit=kubernetes-service --collect \\
   socat TCP-LISTEN:443,bind=${serviceIp},fork,reuseaddr TCP:${GUEST_API_ADDR}:${GUEST_API_PORT}
@@ -205,6 +220,8 @@ async function up(): Promise<void> {
   vm.hostForwards = [kubeletPort];
   // the overlay is thrown away on down; containerd's fsyncs need not reach the host's disk
   vm.overlayCache = 'unsafe';
+  const noJournal = opt['no-journal'] === true;
+  if (noJournal) vm.kernelArgs = JOURNALD_UNITS.map((u) => `systemd.mask=${u}`);
 
   const share = join(vm.shareDir, 'kube');
   mkdirSync(share, { recursive: true });
@@ -218,7 +235,9 @@ async function up(): Promise<void> {
   );
   writeFileSync(join(share, 'kubelet-config.yaml'), kubeletConfig(kubeletPort));
   writeFileSync(join(share, '10-nodetruth-dev.conflist'), CNI_CONFLIST + '\n');
-  writeFileSync(join(share, 'kubelet.service'), KUBELET_UNIT);
+  // with a journal, the log goes to the share too: the host reads it without a command round trip
+  const kubeletLog = noJournal ? KUBELET_LOG_FILE : '/share/kubelet.log';
+  writeFileSync(join(share, 'kubelet.service'), kubeletUnit(kubeletLog));
   // The agent's image into containerd's k8s.io namespace the way the e2e harness does it:
   // a read-only disk (/dev/vdb) whose blobs guest/control.sh links into the content store
   // before the `ready` stage. The links point into the mounted disk, so it stays attached
@@ -235,11 +254,11 @@ async function up(): Promise<void> {
     const tBoot = Date.now();
     await vm.boot();
     mark('guest boot to containerd up and images imported (the agent image included)', tBoot);
-    writeFileSync(join(dir, 'node.json'), JSON.stringify({ suite, runDir: vm.runDir, pidFile: vm.pidFile, nodeName, kubeletPort, agentPort: vm.nodePort }, null, 1) + '\n');
+    writeFileSync(join(dir, 'node.json'), JSON.stringify({ suite, runDir: vm.runDir, pidFile: vm.pidFile, nodeName, kubeletPort, agentPort: vm.nodePort, journal: !noJournal, kubeletLog }, null, 1) + '\n');
     const hostname = (await vm.sh('hostname')).trim();
     if (hostname !== nodeName) throw new Error(`the guest's hostname is ${hostname}, not ${nodeName}: kubelet would register another name`);
     const tKubelet = Date.now();
-    const out = await vm.sh(setupScript(opt['service-ip']!), 300);
+    const out = await vm.sh(setupScript(opt['service-ip']!, noJournal), 300);
     log(`kubelet installed and started:\n${out.trim()}`);
     mark('kubelet installed and started', tKubelet);
     // the binary on the share is no longer needed (84 MB)
@@ -261,8 +280,9 @@ async function up(): Promise<void> {
         mark(`node ${nodeName} registered after kubelet start`, tReady);
       }
       return status === 'True' ? true : undefined;
-    }, 2000).catch((err: unknown) => {
-      throw new GiveUp(`${err instanceof Error ? err.message : String(err)}\nkubelet log tail (${join(vm.shareDir, 'kubelet.log')}):\n${tailFile(join(vm.shareDir, 'kubelet.log'), 30)}`);
+    }, 2000).catch(async (err: unknown) => {
+      const tail = noJournal ? await vm.sh(`tail -n 30 ${KUBELET_LOG_FILE}`, 60).catch((e: Error) => e.message) : tailFile(join(vm.shareDir, 'kubelet.log'), 30);
+      throw new GiveUp(`${err instanceof Error ? err.message : String(err)}\nkubelet log tail (${noJournal ? `the guest's ${KUBELET_LOG_FILE}` : join(vm.shareDir, 'kubelet.log')}):\n${tail}`);
     });
     mark(`node ${nodeName} Ready after kubelet start`, tReady);
     mark('node up in all', t0);
@@ -277,7 +297,7 @@ async function up(): Promise<void> {
 }
 
 if (positionals[0] !== 'up') {
-  console.error('usage: tsx test/e2e/cluster/node.ts up --dir=DIR --suite=bookworm|sid --bin=DIR [--api-port=N --kubelet-port=N --node=NAME]');
+  console.error('usage: tsx test/e2e/cluster/node.ts up --dir=DIR --suite=bookworm|sid --bin=DIR [--api-port=N --kubelet-port=N --node=NAME --no-journal]');
   process.exit(2);
 }
 up().then(
