@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # The end-to-end checks against real Kubernetes components (scripts/dev-cluster.sh), per
 # guest suite: up, check, attach-check with the release's kubectl (and again with the
-# machine's own kubectl when it has one), daemonset-check, drift-check, then down. A suite
+# machine's own kubectl when it has one), daemonset-check, fleet-check (when
+# scripts/cluster/fleet-check.sh exists), drift-check, then down. A suite
 # whose `up` fails skips its checks; every check runs even when an earlier one failed; the
 # cluster is always taken down (trap). Exits non-zero when anything failed.
 #
 #   bash scripts/cluster-checks.sh                 # the sid guest
 #   NODETRUTH_CLUSTER_SUITES="bookworm sid" bash scripts/cluster-checks.sh
+#   NODETRUTH_CLUSTER_SUITES="bookworm:no-journal" bash scripts/cluster-checks.sh
+#                                                  # a node without journald (up --no-journal):
+#                                                  # attach-check also reads kubelet's log file
 #
 # The binaries come from scripts/kube-build.sh (cached; cold 10–26 min on 2 cores):
 # scripts/test.sh starts that build early, in the background.
@@ -34,7 +38,9 @@ step() { # step SUITE NAME ARGS...: one dev-cluster.sh subcommand, timed, its fa
 
 t_all=$(now)
 for suite in $SUITES; do
-  if step "$suite" up up --suite "$suite"; then
+  up_args=(--suite "${suite%%:*}")
+  [[ $suite == *:no-journal ]] && up_args+=(--no-journal)
+  if step "$suite" up up "${up_args[@]}"; then
     step "$suite" check check || true
     step "$suite" attach-check attach-check || true
     own=$(command -v kubectl || true)
@@ -42,6 +48,8 @@ for suite in $SUITES; do
       step "$suite" "attach-check (own kubectl $own)" attach-check --kubectl "$own" || true
     fi
     step "$suite" daemonset-check daemonset-check || true
+    # the fleet command's own check, once it exists (dev-cluster.sh fleet-check)
+    if [[ -f scripts/cluster/fleet-check.sh ]]; then step "$suite" fleet-check fleet-check || true; fi
     step "$suite" drift-check drift-check || true
   fi
   step "$suite" down down || true

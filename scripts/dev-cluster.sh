@@ -4,14 +4,18 @@
 # the control plane as host processes, the node as the e2e guest under qemu (its containerd,
 # the release's kubelet, a CNI bridge), through test/e2e/cluster/node.ts.
 #
-#   bash scripts/dev-cluster.sh up [--suite bookworm|sid] [--no-node]
-#                                       # start; returns with the cluster running, node Ready
+#   bash scripts/dev-cluster.sh up [--suite bookworm|sid] [--no-node] [--no-journal]
+#                                       # start; returns with the cluster running, node Ready;
+#                                       # --no-journal: a node without journald, kubelet
+#                                       # logging to /var/log/kubelet.log (node.ts)
 #   bash scripts/dev-cluster.sh check   # namespace + pod round trip, audited; with the node,
 #                                       # a busybox pod Running and its logs
 #   bash scripts/dev-cluster.sh attach-check [--kubectl FILE]
 #                                       # the launcher (dist/cli.js attach) against node1,
 #                                       # with the release's kubectl or FILE's first on PATH:
-#                                       # answers, the audit trail, the pod deleted
+#                                       # answers, the audit trail, the pod deleted; on a
+#                                       # --no-journal node also /v1/logs?query=kubelet from
+#                                       # the file
 #   bash scripts/dev-cluster.sh daemonset-check
 #                                       # kubectl apply -k deploy/daemonset/core: the agent on
 #                                       # node1 over TLS, --auth kubernetes through the real
@@ -20,6 +24,11 @@
 #                                       # /v1/node/drift of that agent against the real API
 #                                       # server: a pod never started, kubelet stopped, a pod
 #                                       # force-deleted while it is; kubelet started again
+#   bash scripts/dev-cluster.sh fleet-check [ARGS...]
+#                                       # scripts/cluster/fleet-check.sh ARGS against this
+#                                       # cluster: KUBECONFIG (admin), PATH with the
+#                                       # release's kubectl first, NODETRUTH_DEV_CLUSTER_DIR
+#                                       # (absolute), NODETRUTH_DEV_NODE, NODETRUTH_KUBE_BIN
 #   bash scripts/dev-cluster.sh down    # stop every process `up` started, by PID
 #
 # State in $NODETRUTH_DEV_CLUSTER_DIR (default .dev-cluster/, gitignored):
@@ -55,6 +64,10 @@ GUEST_ADDR=10.0.2.15
 SERVICE_CIDR=10.96.0.0/16
 SERVICE_IP=10.96.0.1
 PROCS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+# The tree whose launcher (dist/) and manifests (deploy/) the checks use: the one the agent
+# image is built from (scripts/build-image.sh's NODETRUTH_IMAGE_CONTEXT, e.g. a `git
+# worktree` of a commit, with node_modules linked in), else this checkout.
+TREE=$(realpath "${NODETRUTH_IMAGE_CONTEXT:-.}")
 START_WRAP=()
 
 usage() {
@@ -246,12 +259,13 @@ audit_has() {
 K() { "$BIN/kubectl" --kubeconfig="$DIR/kubeconfig" "$@"; }
 
 up() {
-  local t0 p suite=bookworm with_node=1
+  local t0 p suite=bookworm with_node=1 node_opts=()
   while (($#)); do
     case $1 in
       --suite) suite=${2:-}; shift 2 || usage ;;
       --suite=*) suite=${1#--suite=}; shift ;;
       --no-node) with_node=0; shift ;;
+      --no-journal) node_opts+=(--no-journal); shift ;;
       *) usage ;;
     esac
   done
@@ -349,7 +363,7 @@ EOF
     rm -f "$DIR/node-timings"
     npx tsx test/e2e/cluster/node.ts up --dir="$DIR" --suite="$suite" --bin="$BIN" \
       --api-port="$API_PORT" --kubelet-port="$KUBELET_PORT" --node="$NODE_NAME" \
-      --service-ip="$SERVICE_IP" ||
+      --service-ip="$SERVICE_IP" "${node_opts[@]}" ||
       die "the node did not become Ready (its logs: $DIR/node/)"
     sed 's/^/node: /' "$DIR/node-timings" >>"$DIR/timings"
     K get nodes -o wide >&2
@@ -362,7 +376,7 @@ EOF
 EOF
   if ((with_node)); then
     cat >&2 <<EOF
-  node: $NODE_NAME ($suite guest; kubelet log $PWD/$DIR/node/share/kubelet.log)
+  node: $NODE_NAME ($suite guest; kubelet log $(jq -r 'if .journal then "'"$PWD/$DIR"'/node/share/kubelet.log" else "the guest'"'"'s \(.kubeletLog), no journald" end' "$DIR/node.json"))
   images in its containerd (never pulled; use imagePullPolicy: Never or IfNotPresent):
     localhost/e2e/busybox:1, ghcr.io/nodetruth/nodetruth:0.1.0 (the agent, built from the working tree)
   Stop with: bash scripts/dev-cluster.sh down
@@ -457,16 +471,16 @@ attach_check() {
   [[ $(K get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
     die "node $NODE_NAME is not Ready"
   t0=$(now)
-  # dist/ from the working tree: rebuilt when any source is newer than dist/cli.js
-  if [[ ! -f dist/cli.js ]] || [[ -n $(find src deploy -newer dist/cli.js -print -quit) ]]; then
-    log "building dist/ (npm run build)"
-    npm run --silent build >&2
+  # dist/ from the tree: rebuilt when any source is newer than dist/cli.js
+  if [[ ! -f $TREE/dist/cli.js ]] || [[ -n $(find "$TREE/src" "$TREE/deploy" -newer "$TREE/dist/cli.js" -print -quit) ]]; then
+    log "building $TREE/dist/ (npm run build)"
+    (cd "$TREE" && npm run --silent build) >&2
   fi
   # A first apply can race the namespace's own ServiceAccount controller: it reads no
   # `default` ServiceAccount, the controller creates one, the create then fails
   # AlreadyExists. The next apply patches it.
   for ((i = 1; ; i++)); do
-    K apply -f deploy/attach-rbac.yaml >/dev/null && break
+    K apply -f "$TREE/deploy/attach-rbac.yaml" >/dev/null && break
     ((i < 3)) || die "kubectl apply -f deploy/attach-rbac.yaml failed $i times"
     log "kubectl apply -f deploy/attach-rbac.yaml failed; once more"
     sleep 1
@@ -479,10 +493,15 @@ attach_check() {
   [[ -n $kernel ]] || die "node $NODE_NAME reports no kernel version"
   local kver
   kver=$("$kubectl" version --client -o json | jq -r .clientVersion.gitVersion)
+  # a node without a journal (up --no-journal): kubelet's unit log is asked for too
+  local gets=(--get /v1/node) journal
+  journal=$(jq -r .journal "$DIR/node.json")
+  [[ $journal == false ]] && gets+=(--get '/v1/logs?query=kubelet&tailLines=50')
+  gets+=(--get '/v1/triage?format=text')
   log "attach $NODE_NAME -n $ns ($kubectl $kver); the agent starts under TCG: minutes"
   set +e
-  PATH="$(dirname "$kubectl"):$PATH" KUBECONFIG="$PWD/$DIR/kubeconfig" timeout 900 "$node_bin" dist/cli.js attach "$NODE_NAME" \
-    -n "$ns" --timeout=10m --get /v1/node --get '/v1/triage?format=text' \
+  PATH="$(dirname "$kubectl"):$PATH" KUBECONFIG="$PWD/$DIR/kubeconfig" timeout 900 "$node_bin" "$TREE/dist/cli.js" attach "$NODE_NAME" \
+    -n "$ns" --timeout=10m "${gets[@]}" \
     >"$DIR/attach.out" 2>"$DIR/attach.err"
   rc=$?
   set -e
@@ -497,6 +516,21 @@ attach_check() {
   # the triage text names the node (its first line), not the kernel
   grep -qF "nodetruth triage of $NODE_NAME at " "$DIR/attach.out" || die "the triage text does not name $NODE_NAME"
   log "/v1/node names $NODE_NAME's kernel $kernel; /v1/triage?format=text names $NODE_NAME"
+  if [[ $journal == false ]]; then
+    # the second answer: the file backend, named, with kubelet's own klog lines that the
+    # node's /var/log/kubelet.log holds
+    sed -n 2p "$DIR/attach.out" >"$DIR/attach-logs.json"
+    jq -e '.source == "file" and .file == "/var/log/kubelet.log" and (.warnings[0] | startswith("no journal on this node"))' "$DIR/attach-logs.json" >/dev/null ||
+      die "/v1/logs?query=kubelet does not name the file backend /var/log/kubelet.log: $(head -c 600 "$DIR/attach-logs.json")"
+    jq -e '(.lines | length) > 0 and any(.lines[]; test("^[IWEF][0-9]{4} [0-9:.]+ +[0-9]+ [^ ]+:[0-9]+\\] "))' "$DIR/attach-logs.json" >/dev/null ||
+      die "/v1/logs?query=kubelet holds no kubelet (klog) line: $(head -c 600 "$DIR/attach-logs.json")"
+    guest "test ! -e /var/log/journal && test ! -e /run/log/journal && ! systemctl is-active -q systemd-journald.service && tail -n 2000 /var/log/kubelet.log" 60 >"$DIR/node-kubelet.log" ||
+      die "the node has a journal or no /var/log/kubelet.log"
+    local same
+    same=$(jq -r '.lines[]' "$DIR/attach-logs.json" | grep -cxFf "$DIR/node-kubelet.log" || true)
+    ((same > 0)) || die "no line of the answer is a line of the node's /var/log/kubelet.log"
+    log "/v1/logs?query=kubelet: source file /var/log/kubelet.log, $(jq '.lines | length' "$DIR/attach-logs.json") lines ($same of them as the node's file has them), no journal on the node"
+  fi
   # The audit trail: events are written after the answer; poll briefly.
   local create pf del
   for ((i = 0; i < 40; i++)); do
@@ -610,7 +644,7 @@ daemonset_up() {
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - $(realpath --relative-to="$overlay" deploy/daemonset/core)
+  - $(realpath --relative-to="$overlay" "$TREE/deploy/daemonset/core")
 patches:
   - target: {kind: DaemonSet, name: nodetruth}
     patch: |-
@@ -902,10 +936,12 @@ spec:
   runtimeClassName: nodetruth-absent
   containers: [{name: app, image: localhost/e2e/busybox:1, imagePullPolicy: Never, command: [sleep, "3600"]}]
 YAML
-  wait_for 300 "$DRIFT_NS/victim Running" bash -c \
+  # a sandbox and a container each take minutes in a TCG guest on a loaded host (sid, host
+  # load 15-20: the victim still ContainerCreating after 300 s, kubelet's housekeeping 9 s)
+  wait_for 900 "$DRIFT_NS/victim Running" bash -c \
     "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $DRIFT_NS get pod victim -o jsonpath='{.status.phase}' | grep -qx Running" ||
     { K -n "$DRIFT_NS" describe pod victim >&2; die "the victim pod did not run"; }
-  wait_for 300 "$DRIFT_NS/never-image ErrImageNeverPull" bash -c \
+  wait_for 900 "$DRIFT_NS/never-image ErrImageNeverPull" bash -c \
     "'$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $DRIFT_NS get pod never-image -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}' | grep -qx ErrImageNeverPull" ||
     { K -n "$DRIFT_NS" describe pod never-image >&2; die "never-image did not reach ErrImageNeverPull"; }
   uid_img=$(K -n "$DRIFT_NS" get pod never-image -o jsonpath='{.metadata.uid}')
@@ -980,7 +1016,7 @@ YAML
   v=$(kubelet_ctl start 2>&1) || true
   expect "kubelet started again (systemctl: $v)" test "$v" == active
   KUBELET_STOPPED=0
-  if wait_drift 300 --arg v "$uid_victim" --arg l "$uid_late" \
+  if wait_drift 600 --arg v "$uid_victim" --arg l "$uid_late" \
     'all(.orphanSandboxes[]; .uid != $v) and all(.boundButAbsent[]; .uid != $l)'; then
     tap OK "drift: after kubelet's restart the orphan is gone and late has its sandbox"
   else
@@ -992,18 +1028,35 @@ YAML
   tap_end drift-check "$t0"
 }
 
+# The fleet command's check (scripts/cluster/fleet-check.sh, its own) against this cluster.
+fleet_check() {
+  # the tree's own copy (it runs that tree's src/cli.ts), else this checkout's
+  local f=$TREE/scripts/cluster/fleet-check.sh
+  [[ -f $f ]] || f=scripts/cluster/fleet-check.sh
+  [[ -f $f ]] || die "no scripts/cluster/fleet-check.sh"
+  node_ready
+  KUBECONFIG="$PWD/$DIR/kubeconfig" PATH="$BIN:$PATH" NODETRUTH_DEV_CLUSTER_DIR="$(realpath "$DIR")" \
+    NODETRUTH_DEV_NODE="$NODE_NAME" NODETRUTH_KUBE_BIN="$BIN" bash "$f" "$@"
+}
+
 # down and check use the binaries `up` ran, never a new build.
 recorded_bin() {
   [[ -f $DIR/bin ]] || die "no $DIR/bin: nothing was started from $DIR"
   BIN=$(cat "$DIR/bin")
 }
 
-case ${1:-} in
+# One function and one line: bash reads a script as it runs it, and this file may be edited
+# while a long `up` runs; all of it is parsed before the command starts.
+dispatch() {
+  case ${1:-} in
   up) shift; up "$@" ;;
   down) recorded_bin && down ;;
   check) recorded_bin && check ;;
   attach-check) shift; recorded_bin && attach_check "$@" ;;
   daemonset-check) recorded_bin && daemonset_check ;;
   drift-check) recorded_bin && drift_check ;;
+  fleet-check) shift; recorded_bin && fleet_check "$@" ;;
   *) usage ;;
-esac
+  esac
+}
+dispatch "$@"; exit $?
