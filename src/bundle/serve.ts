@@ -29,7 +29,8 @@
  *   active content or runs anything in it.
  *
  * What needs the live node answers 409 with a problem saying so: follow streams, a
- * throttling window other than the captured one, any parameters not captured.
+ * throttling window other than the captured one, any parameters not captured (but
+ * /v1/timeline's, which narrow its stored answer: bundle/timeline.ts).
  * /readyz and /healthz are this server's own: they say it serves a bundle, of which
  * node, captured when, by which version.
  */
