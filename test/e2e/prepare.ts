@@ -11,7 +11,7 @@
 // It must finish before a harness starts: a harness that finds an image missing builds it
 // itself, and two builds of one image would both try to move it into place.
 import { ensureImage as ensureHostGuest } from '../e2e-host/image.js';
-import { agentImageArchive } from './agent-image.js';
+import { agentImageArchive, allArchArchives } from './agent-image.js';
 import { ensureImage } from './image.js';
 import { log, selectedSuites } from './util.js';
 
@@ -25,7 +25,9 @@ async function timed(name: string, work: () => Promise<unknown>): Promise<string
 
 const started = Date.now();
 const results = await Promise.allSettled([
-  timed('agent image', agentImageArchive),
+  // then the arm64 image and the multi-arch archive (test/e2e/arm64.ts), after the amd64
+  // one the harnesses need first: build-image.sh builds one at a time per cache anyway.
+  timed('agent image', agentImageArchive).then(async (amd64) => `${amd64}; ${await timed('arm64 + multi-arch image', allArchArchives)}`),
   timed('host-process guest', () => ensureHostGuest()),
   ...suites.map((s) => timed(`${s} guest`, () => ensureImage(s))),
 ]);
