@@ -10,7 +10,9 @@
  * is never cut here either.
  *
  * Bytes in flight: written and not yet taken by the client, read per socket from those same
- * buffers (an upper bound: a body shared by several answers counts once per socket). A
+ * buffers (an upper bound). One Buffer written without a copy to several plain sockets (a
+ * reading's shared answer) is held once, so it counts once: the most any of those sockets
+ * still holds of it; under TLS each socket encrypts its own copy, so each counts. A
  * request is refused 429 while its client (its address) already holds more than
  * IN_FLIGHT.perClient. An answer of IN_FLIGHT.small bytes or more is refused when it would
  * take its client past IN_FLIGHT.perClient (429) or every client together past
@@ -69,6 +71,8 @@ export function pendingBytes(s: Socket): number {
   return Math.max(a, b, c);
 }
 
+/** most bytes of status line and headers queued ahead of a body */
+const HEAD_ALLOWANCE = 64 * 1024;
 const mib = (n: number) => `${(n / 2 ** 20).toFixed(1)} MiB`;
 const EXEMPT = new Set(['/healthz']);
 
@@ -109,17 +113,34 @@ export function installConnectionBounds(app: FastifyInstance, o: ConnectionBound
   timer.unref();
   app.addHook('onClose', async () => clearInterval(timer));
 
-  /** bytes in flight of one client address and of all */
+  /** the answer body a plain socket is writing, when it may be the same Buffer as others' */
+  const sharedBody = new WeakMap<Socket, Buffer>();
+  /** bytes in flight of one client address and of all; a shared body counts once */
   const inFlight = (key: string) => {
     let mine = 0;
     let all = 0;
+    const mineShared = new Map<Buffer, number>();
+    const allShared = new Map<Buffer, number>();
     for (const [s, w] of watched) {
       if (s.destroyed) continue;
       const n = pendingBytes(s);
+      const body = sharedBody.get(s);
+      // the socket's queue may also hold the answer's head: a few KiB beyond the body
+      if (body && n <= body.length + HEAD_ALLOWANCE) {
+        allShared.set(body, Math.max(allShared.get(body) ?? 0, n));
+        if (w.key === key) mineShared.set(body, Math.max(mineShared.get(body) ?? 0, n));
+        continue;
+      }
       all += n;
       if (w.key === key) mine += n;
     }
+    for (const n of allShared.values()) all += n;
+    for (const n of mineShared.values()) mine += n;
     return { mine, all };
+  };
+  const heldElsewhere = (body: Buffer) => {
+    for (const s of watched.keys()) if (sharedBody.get(s) === body && !s.destroyed && pendingBytes(s) > 0) return true;
+    return false;
   };
   const refuseClient = (mine: number) => {
     guardCounts.inFlightRefusals++;
@@ -144,11 +165,21 @@ export function installConnectionBounds(app: FastifyInstance, o: ConnectionBound
   app.addHook('onSend', async (req, reply, payload) => {
     const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0;
     if (size < IN_FLIGHT.small || reply.raw.destroyed || !(req.raw.socket instanceof Socket) || EXEMPT.has(req.routeOptions.url ?? '')) return payload;
-    const { mine, all } = inFlight(req.raw.socket.remoteAddress ?? 'unknown');
-    if (mine > 0 && mine + size > perClient) throw refuseClient(mine);
-    if (all > 0 && all + size > total) {
+    const s = req.raw.socket;
+    const plain = Buffer.isBuffer(payload) && !(s as Socket & { encrypted?: boolean }).encrypted;
+    const { mine, all } = inFlight(s.remoteAddress ?? 'unknown');
+    // a body other sockets already hold adds nothing
+    const adds = plain && heldElsewhere(payload as Buffer) ? 0 : size;
+    if (mine > 0 && mine + adds > perClient) throw refuseClient(mine);
+    if (all > 0 && all + adds > total) {
       guardCounts.inFlightRefusals++;
       throw new Problem('overloaded', `clients hold ${mib(all)} of answers they have not read; this one (${mib(size)}) would take the agent past ${mib(total)}; try again shortly`);
+    }
+    if (plain) {
+      sharedBody.set(s, payload as Buffer);
+      const done = () => sharedBody.delete(s);
+      reply.raw.once('finish', done);
+      reply.raw.once('close', done);
     }
     return payload;
   });
