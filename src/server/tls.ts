@@ -64,15 +64,16 @@ export function describeCert(certPem: string): CertInfo {
   };
 }
 
-/** The names a caller may use to reach this agent: node name, node IP, listen IP, loopback. */
-export function selfSignedNames(c: Pick<Config, 'nodeName' | 'nodeIp' | 'listen'>): { dns: string[]; ips: string[] } {
+/** The names a caller may use to reach this agent: node name, node IP, every listen address, loopback. */
+export function selfSignedNames(c: Pick<Config, 'nodeName' | 'nodeIp' | 'listen'> & Partial<Pick<Config, 'listenAddresses'>>): { dns: string[]; ips: string[] } {
   const dns = new Set<string>([c.nodeName, 'localhost']);
   const ips = new Set<string>(['127.0.0.1', '::1']);
   if (c.nodeIp) ips.add(c.nodeIp);
-  const h = c.listen.host;
-  // a wildcard address is nobody's name
-  if (isIP(h) !== 0 && h !== '0.0.0.0' && h !== '::') ips.add(h);
-  else if (isIP(h) === 0 && !isLoopback(h)) dns.add(h);
+  for (const { host: h } of c.listenAddresses ?? [c.listen]) {
+    // a wildcard address is nobody's name
+    if (isIP(h) !== 0 && h !== '0.0.0.0' && h !== '::') ips.add(h);
+    else if (isIP(h) === 0 && !isLoopback(h)) dns.add(h);
+  }
   return { dns: [...dns], ips: [...ips] };
 }
 

@@ -219,3 +219,19 @@ t.test('re-reading the files: a new pair is served without a restart, a broken o
   t.equal(m.fingerprint256, fp2, 'what /readyz shows follows');
   t.equal((await getPinned(port, '/', fp2)).status, 200, 'new connections get the new certificate');
 });
+
+t.test('self-signed names: every listen address, not only the first', async (t) => {
+  const names = selfSignedNames({
+    nodeName: 'node-1',
+    nodeIp: '10.0.0.7',
+    listen: { host: '10.0.0.8', port: 7070 },
+    listenAddresses: [
+      { host: '10.0.0.8', port: 7070 },
+      { host: '127.0.0.2', port: 7071 },
+      { host: 'agent.node-1.internal', port: 7072 },
+      { host: '0.0.0.0', port: 7073 },
+    ],
+  });
+  t.same(names.ips.sort(), ['10.0.0.7', '10.0.0.8', '127.0.0.1', '127.0.0.2', '::1'].sort());
+  t.same(names.dns.sort(), ['agent.node-1.internal', 'localhost', 'node-1'].sort());
+});
