@@ -132,6 +132,7 @@ async function bringUpNode(): Promise<void> {
   const extra = (process.env.NODETRUTH_E2E_AGENT_ARGS ?? '').split(/\s+/).filter(Boolean).map((a) => `'${a.replaceAll("'", '')}'`);
   log(await vm.sh(`sh /nodetruth/test/e2e-host/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s ${extra.join(' ')}`, 60));
   // the frozen-writer pod's hostPath volume (a loop-mounted ext4) must exist before its container
+  const setupFrom = Date.now();
   const r = await vm.exec(
     'sh /nodetruth/test/e2e-host/guest/faults.sh loopfs >&2 && cd /nodetruth && node_modules/node/bin/node test/e2e-host/guest/cri-driver.ts setup > /share/setup.json',
     400,
@@ -140,6 +141,7 @@ async function bringUpNode(): Promise<void> {
   assert.equal(r.rc, 0, `the CRI driver failed in the guest:\n${r.out}`);
   setup = JSON.parse(readFileSync(join(vm.shareDir, 'setup.json'), 'utf8')) as Setup;
   timings.criSetupMs = r.ms;
+  madeAt.setup = { from: setupFrom, to: Date.now() };
 
   let lastCheck = Date.now();
   await waitFor('nodetruth /healthz through the relay', 300_000, async () => {
@@ -436,6 +438,13 @@ const HUNG_TASK_SECS = 4;
 const CONNTRACK_MAX = 100;
 /** what the kernel printed for real, for the capture scenario to check */
 const made = new Set<'hung-task' | 'conntrack'>();
+/**
+ * When each fault was made, by the host's clock (ms), for the timeline scenario: the events
+ * each one leaves must fall in its interval and the intervals follow each other.
+ */
+const madeAt: Partial<Record<'setup' | 'hung-task' | 'conntrack' | 'fs-errors' | 'frozen', { from: number; to: number }>> = {};
+/** the devices the fs-errors scenario broke */
+const brokenDevs: { loop?: string; nullb?: string } = {};
 
 for (const id of ['kernel-hung-task', 'processes-d-state', 'kernel-conntrack-full', 'conntrack-table-full', 'zombies-in-pod', 'kubelet-cert-expired', 'runtime-not-answering', 'runtime-slow']) {
   assert.ok(FINDINGS.some((f) => f.id === id), `finding ${id} is not in src/triage/findings.ts: the e2e scenarios below name it`);
@@ -559,6 +568,7 @@ scenario('kubelet certificate: an expired client certificate in /var/lib/kubelet
 scenario('hung task: writers of a pod blocked on a frozen file system: /v1/triage kernel-hung-task (kmsg seq and text) and processes-d-state, by pod', async () => {
   const pod = setup.pods['frozen-writer'];
   const writer = setup.containers.writer;
+  const frozeAt = Date.now();
   await faults(`freeze ${HUNG_TASK_SECS}`);
   try {
     const t0 = Date.now();
@@ -590,6 +600,7 @@ scenario('hung task: writers of a pod blocked on a frozen file system: /v1/triag
     for (const e of mine) assert.match(e.excerpt ?? '', /^\d+ \(sh\) D; wchan [a-z_]\w*; cgroup /, JSON.stringify(e));
   } finally {
     await faults('thaw');
+    madeAt['hung-task'] = { from: frozeAt, to: Date.now() };
   }
   // thawed: the writers write again, nothing stays in D
   await waitFor('the writers out of D state', 60_000, async () => {
@@ -600,6 +611,7 @@ scenario('hung task: writers of a pod blocked on a frozen file system: /v1/triag
 }, 240_000);
 
 scenario('conntrack: a table of 100 filled by held connections: /v1/triage conntrack-table-full (count against max) and kernel-conntrack-full (the kernel line)', async () => {
+  const fillAt = Date.now();
   try {
     const out = await faults(`conntrack-fill ${CONNTRACK_MAX}`, 180);
     const fill = JSON.parse(out.split('\n').find((l) => l.startsWith('{')) ?? '{}') as { connected?: number; dropped?: number };
@@ -630,6 +642,7 @@ scenario('conntrack: a table of 100 filled by held connections: /v1/triage connt
     }
   } finally {
     await faults('conntrack-undo');
+    madeAt.conntrack = { from: fillAt, to: Date.now() };
   }
 }, 240_000);
 
@@ -685,10 +698,12 @@ scenario('filesystem and disk errors: ext4 remounted read-only by its own error 
   for (const id of ['kernel-fs-read-only', 'kernel-fs-error', 'kernel-io-error']) {
     assert.ok(FINDINGS.some((f) => f.id === id), `finding ${id} is not in src/triage/findings.ts`);
   }
+  const brokeAt = Date.now();
   try {
     const ro = await faults('rofs');
     const loop = readFileSync(join(vm!.shareDir, 'rofs-dev.txt'), 'utf8').trim();
     assert.match(loop, /^loop\d+$/, `the read-only test's device: ${loop}`);
+    brokenDevs.loop = loop;
     // Writes fail with EROFS, yet /proc/self/mountinfo still says rw (mount and superblock
     // options) on this kernel: ext4 marks the filesystem shut down instead of setting
     // SB_RDONLY, so mountinfo is no evidence of the remount; the kernel's line is.
@@ -700,6 +715,7 @@ scenario('filesystem and disk errors: ext4 remounted read-only by its own error 
     const io = await faults('ioerr');
     const nullb = readFileSync(join(vm!.shareDir, 'ioerr-dev.txt'), 'utf8').trim();
     assert.match(nullb, /^nullb\d+$/, `the bad disk: ${nullb}`);
+    brokenDevs.nullb = nullb;
     assert.match(io, /reads of \/dev\/nullb\d+ failed/, io);
     const taint = await faults('staging-taint');
     const after = Number(/tainted after: (\d+)/.exec(taint)?.[1]);
@@ -771,6 +787,7 @@ scenario('filesystem and disk errors: ext4 remounted read-only by its own error 
   } finally {
     await faults('rofs-undo');
     await faults('ioerr-undo');
+    madeAt['fs-errors'] = { from: brokeAt, to: Date.now() };
   }
 }, 300_000);
 
@@ -786,6 +803,7 @@ test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout:
         throw err;
       }
     });
+  const stoppedAt = Date.now();
   await v.sh('kill -STOP "$(systemctl show -p MainPID --value containerd.service)"', 30);
   try {
     for (const path of ['/v1/runtime', '/v1/containers', '/v1/pods', `/v1/containers/${ticker.id}`]) {
@@ -819,8 +837,21 @@ test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout:
       assert.equal(f.severity, 'critical');
       log(`wedged: /v1/triage answered in ${ms} ms`);
     });
+    await sub('GET /v1/timeline still answers 200: the runtime named in warnings and sources, the kernel\'s OOM kill still listed', async () => {
+      const r = await get200('/v1/timeline?since=15m', 120_000);
+      const tl = r.body as TimelineOut;
+      assert.equal(tl.sources.runtime?.ok, false, `sources: ${JSON.stringify(tl.sources)}`);
+      assert.ok(tl.warnings.some((w) => w.startsWith('runtime: ')), `warnings: ${JSON.stringify(tl.warnings)}`);
+      for (const s of ['kernel', 'oom', 'journal'] as const) assert.equal(tl.sources[s]?.ok, true, `${s}: ${JSON.stringify(tl.sources)}`);
+      assert.ok(!tl.events.some((e) => e.source === 'runtime'), 'no runtime event while the runtime does not answer');
+      if (madeAt.setup && Date.now() - madeAt.setup.from < 14 * 60_000) {
+        assert.ok(tl.events.some((e) => e.kind === 'oom-kill' && e.container?.id === setup.containers.hog.id), `the hog's OOM kill: ${kindsOf(tl.events)}`);
+      }
+      log(`wedged: /v1/timeline answered in ${r.ms} ms, runtime ${JSON.stringify(tl.sources.runtime)}`);
+    });
   } finally {
     await v.sh('kill -CONT "$(systemctl show -p MainPID --value containerd.service)"', 30);
+    madeAt.frozen = { from: stoppedAt, to: Date.now() };
   }
   await sub('after SIGCONT the runtime routes answer 200 again', async () => {
     const started = Date.now();
@@ -845,6 +876,267 @@ test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout:
     assert.ok(!findings.some((f) => f.id === 'runtime-not-answering'), 'runtime-not-answering once containerd answers again');
   });
 });
+
+// ---- the timeline of everything above -------------------------------------------------
+interface TlEvent {
+  time: string;
+  source: 'kernel' | 'oom' | 'runtime' | 'journal' | 'kube';
+  kind: string;
+  severity: string;
+  pod?: { namespace: string | null; name: string | null; uid: string | null };
+  container?: { name: string | null; id: string | null; attempt: number | null };
+  summary: string;
+  evidence: Array<{ source: string; seq?: number; cursor?: string; call?: string; excerpt?: string }>;
+}
+interface TimelineOut {
+  observedAt: string;
+  since: string;
+  until: string;
+  limit: number;
+  clock: { kernel: string; bootTime: string; detail: string };
+  events: TlEvent[];
+  truncated: boolean;
+  sources: Partial<Record<'kernel' | 'oom' | 'runtime' | 'journal' | 'kube', { ok: boolean; events: number; ms: number; error?: string }>>;
+  warnings: string[];
+}
+
+function kindsOf(evs: TlEvent[]): string {
+  return JSON.stringify(evs.map((e) => `${e.time} ${e.source} ${e.kind} ${e.pod?.name ?? ''} ${e.container?.id?.slice(0, 12) ?? ''}`)).slice(0, 3000);
+}
+
+/** µs since the epoch of an event time: RFC 3339, UTC, exactly six fraction digits. */
+function usOf(t: string): number {
+  const m = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{6})Z$/.exec(t);
+  assert.ok(m, `event time ${JSON.stringify(t)} is not RFC 3339 UTC with microseconds`);
+  return Date.parse(`${m[1]}Z`) * 1000 + Number(m[2]);
+}
+
+const SOURCE_ORDER = ['kernel', 'oom', 'runtime', 'journal', 'kube'];
+
+scenario('timeline: /v1/timeline?since=15m lists the crash loop, the OOM kill, the hung tasks, the full conntrack table, the fs and disk errors and containerd\'s restart in their real order with their evidence; pod= narrows it; format=text', async () => {
+  // containerd stopped and started by systemd, after the freeze above: unit records of its own
+  const restartFrom = Date.now();
+  await vm!.sh('systemctl restart containerd.service', 120);
+  await waitFor('/v1/runtime to answer 200 after the restart', 120_000, async () => ((await get('/v1/runtime', 30_000)).status === 200 ? true : undefined), 1000);
+  const restart = { from: restartFrom, to: Date.now() };
+
+  // the window: 15 minutes, as an operator asks, unless the node came up longer ago than that
+  const sinceMin = madeAt.setup ? Math.max(15, Math.ceil((Date.now() - madeAt.setup.from) / 60_000) + 1) : 15;
+  if (sinceMin !== 15) log(`timeline: the setup began ${((Date.now() - madeAt.setup!.from) / 60_000).toFixed(1)} min ago: since=${sinceMin}m instead of 15m`);
+  // under TCG on a busy host a source can outlive its deadline in one reading: ask again (at most 3 times)
+  let sent = 0;
+  let got = 0;
+  let r: Reply | undefined;
+  for (let i = 0; i < 3; i++) {
+    sent = Date.now();
+    r = await get200(`/v1/timeline?since=${sinceMin}m`, 180_000);
+    got = Date.now();
+    // (kube: this node has no API server to ask; it says so and is not waited for)
+    const late = Object.entries((r.body as TimelineOut).sources).filter(([k, v]) => k !== 'kube' && !v.ok);
+    if (late.length === 0) break;
+    log(`timeline: sources that did not answer in time, asking again: ${JSON.stringify(late)}`);
+  }
+  const tl = r!.body as TimelineOut;
+  const ev = tl.events;
+  writeFileSync(join(vm!.shareDir, 'timeline.json'), r!.text); // kept in the run's directory, for a failed run
+  try {
+    await timelineChecks(tl, sent, got, sinceMin, restart);
+  } catch (err) {
+    log(`timeline events: ${kindsOf(ev)}`);
+    throw err;
+  }
+}, 600_000);
+
+async function timelineChecks(tl: TimelineOut, sent: number, got: number, sinceMin: number, restart: { from: number; to: number }): Promise<void> {
+  const crashPod = setup.pods.crashloop;
+  const oomPod = setup.pods['oom-victim'];
+  const hog = setup.containers.hog;
+  const ev = tl.events;
+  log(`timeline: ${ev.length} events; sources ${JSON.stringify(tl.sources)}; clock ${JSON.stringify(tl.clock)}; warnings ${JSON.stringify(tl.warnings)}`);
+  // the guest's clock against the host's now (observedAt was taken between sent and got); a TCG
+  // guest's clock falls behind the host's as it runs (40 s in 20 min seen on a loaded host), so
+  // an earlier fault's interval is compared with slack as large as the whole offset
+  const offsetMs = Date.parse(tl.observedAt) - (sent + got) / 2;
+  const tolMs = Math.abs(offsetMs) + (got - sent) / 2 + 2000;
+  log(`timeline: guest clock ${offsetMs.toFixed(0)} ms from the host's (±${((got - sent) / 2).toFixed(0)} ms); interval slack ${tolMs.toFixed(0)} ms`);
+  assert.equal(tl.truncated, false, `the window held more than ${tl.limit} events: ${kindsOf(ev.slice(0, 40))}`);
+  for (const s of ['kernel', 'oom', 'runtime', 'journal'] as const) assert.equal(tl.sources[s]?.ok, true, `${s}: ${JSON.stringify(tl.sources)}`);
+  assert.equal(tl.clock.kernel, 'btime', JSON.stringify(tl.clock));
+  assert.ok(Math.abs(usOf(tl.since) / 1000 - (sent - sinceMin * 60_000) - offsetMs) < tolMs + 5000, `since ${tl.since} for since=${sinceMin}m`);
+  // oldest first; one instant's events in source order
+  for (let i = 1; i < ev.length; i++) {
+    const a = ev[i - 1]!;
+    const b = ev[i]!;
+    const d = usOf(b.time) - usOf(a.time);
+    assert.ok(d > 0 || (d === 0 && SOURCE_ORDER.indexOf(a.source) <= SOURCE_ORDER.indexOf(b.source)), `events ${i - 1} and ${i} out of order: ${JSON.stringify([a, b]).slice(0, 800)}`);
+  }
+  const idx = (pred: (e: TlEvent) => boolean) => ev.findIndex(pred);
+  const lastIdx = (pred: (e: TlEvent) => boolean) => ev.findLastIndex(pred);
+  /** the event must exist; its index */
+  const one = (what: string, pred: (e: TlEvent) => boolean): number => {
+    const i = idx(pred);
+    assert.ok(i >= 0, `no ${what} in the timeline: ${kindsOf(ev)}`);
+    return i;
+  };
+  const inInterval = (what: string, e: TlEvent, iv: { from: number; to: number }) => {
+    const ms = usOf(e.time) / 1000 - offsetMs;
+    assert.ok(ms >= iv.from - tolMs && ms <= iv.to + tolMs, `${what} at ${e.time} is outside its fault's interval ${new Date(iv.from).toISOString()}..${new Date(iv.to).toISOString()} (host clock, slack ${tolMs.toFixed(0)} ms)`);
+  };
+
+  // 1. the crash loop: each attempt created, started, exited with code 1, one after the other
+  const crashIdx: number[] = [];
+  setup.containers.crash.forEach((c, k) => {
+    const mine = (kind: string) => (e: TlEvent) => e.source === 'runtime' && e.kind === kind && e.container?.id === c.id;
+    const [ci, si, xi] = ['container-created', 'container-started', 'container-exited'].map((kind) => one(`${kind} of crash attempt ${k} (${short(c.id)})`, mine(kind))) as [number, number, number];
+    // containerd stamps startedAt when StartContainer returns: a process that exits during that
+    // call (this one exits at once; a starved guest) has finishedAt before startedAt, and the
+    // timeline keeps the runtime's own times
+    assert.ok(ci < si && ci < xi, `attempt ${k}: created ${ci}, started ${si}, exited ${xi}`);
+    if (xi < si) log(`timeline: crash attempt ${k}: the CRI's finishedAt ${ev[xi]!.time} is before its startedAt ${ev[si]!.time}`);
+    for (const i of [ci, si, xi]) {
+      const e = ev[i]!;
+      assert.deepEqual(e.pod, { namespace: 'e2e', name: 'crashloop', uid: crashPod.uid });
+      assert.deepEqual(e.container, { name: 'crash', id: c.id, attempt: k });
+      if (madeAt.setup) inInterval(`crash attempt ${k} ${e.kind}`, e, madeAt.setup);
+    }
+    const x = ev[xi]!;
+    assert.equal(x.summary, `crash attempt ${k} exited with code 1 (Error)`);
+    assert.equal(x.severity, 'warning');
+    assert.equal(x.evidence[0]?.source, 'cri');
+    assert.equal(x.evidence[0]?.call, `ContainerStatus ${c.id}`);
+    assert.match(x.evidence[0]?.excerpt ?? '', /^finishedAt=\S+ exitCode=1 reason=Error$/);
+    if (k > 0) assert.ok(crashIdx.at(-1)! < ci, `attempt ${k - 1} exited (${crashIdx.at(-1)}) before attempt ${k} was created (${ci})`);
+    crashIdx.push(xi);
+  });
+
+  // 2. the OOM kill: the kernel's record, attributed to the hog, right before the runtime saw it exit 137
+  const ki = one(`oom-kill of the hog (${short(hog.id)})`, (e) => e.source === 'oom' && e.kind === 'oom-kill' && e.container?.id === hog.id);
+  const kill = ev[ki]!;
+  assert.deepEqual(kill.pod, { namespace: 'e2e', name: 'oom-victim', uid: oomPod.uid });
+  assert.equal(kill.container?.name, 'hog');
+  assert.equal(kill.severity, 'critical');
+  assert.match(kill.summary, /^dd \(pid \d+\) killed by the OOM killer at its limit of 32 MiB$/);
+  assert.equal(kill.evidence[0]?.source, 'kmsg');
+  assert.ok(Number.isInteger(kill.evidence[0]?.seq), JSON.stringify(kill.evidence));
+  assert.match(kill.evidence[0]?.excerpt ?? '', new RegExp(`oom-kill:constraint=CONSTRAINT_MEMCG,.*task_memcg=[^,]*cri-containerd-${hog.id}\\.scope,task=dd,pid=\\d+`));
+  const hx = one(`container-exited of the hog`, (e) => e.source === 'runtime' && e.kind === 'container-exited' && e.container?.id === hog.id);
+  const hogExit = ev[hx]!;
+  assert.match(hogExit.summary, /^hog attempt 0 exited with code 137 \((OOMKilled|Error)\)$/);
+  const hs = one('container-started of the hog', (e) => e.source === 'runtime' && e.kind === 'container-started' && e.container?.id === hog.id);
+  // kernel times are btime (whole seconds, so up to 1 s early) + time since boot
+  const killVsExit = (usOf(kill.time) - usOf(hogExit.time)) / 1000;
+  const killVsStart = (usOf(kill.time) - usOf(ev[hs]!.time)) / 1000;
+  log(`timeline: the OOM kill ${killVsStart.toFixed(0)} ms after the hog started, ${(-killVsExit).toFixed(0)} ms before it exited (kernel clock: btime + kmsg time)`);
+  assert.ok(killVsExit <= 3000 && killVsExit >= -10_000, `the kill ${kill.time} and the exit ${hogExit.time}`);
+  assert.ok(killVsStart >= -3000, `the kill ${kill.time} before the hog started ${ev[hs]!.time}`);
+  if (madeAt.setup) inInterval('the OOM kill', kill, madeAt.setup);
+
+  // 3. the hung tasks of the frozen writers, after the setup's faults
+  const after: Array<[string, number]> = [['the last crash exit', crashIdx.at(-1)!], ['the OOM kill', ki]];
+  const following = (what: string, i: number) => {
+    for (const [w, j] of after) assert.ok(j < i, `${what} (${ev[i]!.time}) listed before ${w} (${ev[j]!.time})`);
+    after.push([what, i]);
+  };
+  if (madeAt['hung-task']) {
+    const writer = setup.containers.writer;
+    const hung = ev.filter((e) => e.source === 'kernel' && e.kind === 'kernel-hung-task' && e.container?.id === writer.id);
+    assert.ok(hung.length >= 1, `no kernel-hung-task of the writer: ${kindsOf(ev)}`);
+    for (const e of hung) {
+      assert.deepEqual(e.pod, { namespace: 'e2e', name: 'frozen-writer', uid: setup.pods['frozen-writer'].uid });
+      assert.equal(e.container?.name, 'writer');
+      assert.ok(Number.isInteger(e.evidence[0]?.seq), JSON.stringify(e.evidence));
+      assert.match(e.evidence[0]?.excerpt ?? '', /INFO: task sh:\d+ blocked for more than \d+ seconds\./);
+      inInterval('a hung task', e, madeAt['hung-task']);
+    }
+    following('the first hung task', ev.indexOf(hung[0]!));
+  }
+  if (madeAt.conntrack) {
+    const full = ev.filter((e) => e.source === 'kernel' && e.kind === 'kernel-conntrack-full');
+    assert.ok(full.length >= 1, `no kernel-conntrack-full: ${kindsOf(ev)}`);
+    for (const e of full) {
+      assert.match(e.evidence[0]?.excerpt ?? '', /nf_conntrack: nf_conntrack: table full, dropping packet/);
+      inInterval('conntrack table full', e, madeAt.conntrack);
+    }
+    following('the first conntrack table full', ev.indexOf(full[0]!));
+  }
+  if (madeAt['fs-errors'] && brokenDevs.loop && brokenDevs.nullb) {
+    const { loop, nullb } = brokenDevs;
+    const want: Array<[string, string | RegExp]> = [
+      ['kernel-fs-error', `EXT4-fs error (device ${loop}): trigger_test_error:`],
+      ['kernel-fs-read-only', `EXT4-fs (${loop}): Remounting filesystem read-only`],
+      ['kernel-io-error', new RegExp(`I/O error, dev ${nullb}, sector \\d+|Buffer I/O error on dev ${nullb}, `)],
+    ];
+    const firsts: number[] = [];
+    for (const [kind, text] of want) {
+      const has = (e: TlEvent) => e.evidence.some((x) => (typeof text === 'string' ? (x.excerpt ?? '').includes(text) : text.test(x.excerpt ?? '')));
+      const i = one(`${kind} (${text})`, (e) => e.source === 'kernel' && e.kind === kind && has(e));
+      assert.ok(Number.isInteger(ev[i]!.evidence[0]?.seq), JSON.stringify(ev[i]!.evidence));
+      inInterval(kind, ev[i]!, madeAt['fs-errors']);
+      firsts.push(i);
+    }
+    // ext4's error, then its remount read-only; the disk's errors after both
+    assert.ok(firsts[0]! < firsts[1]! && firsts[1]! < firsts[2]!, `fs error ${firsts[0]}, read-only ${firsts[1]}, I/O error ${firsts[2]}`);
+    following('the fs error', firsts[0]!);
+  }
+  // 4. containerd: frozen (no record of its own: SIGSTOP is no unit state), then restarted by systemd
+  if (madeAt.frozen) {
+    const during = ev.filter((e) => e.source === 'journal' && usOf(e.time) / 1000 - offsetMs >= madeAt.frozen!.from - 1000 && usOf(e.time) / 1000 - offsetMs <= madeAt.frozen!.to + 1000);
+    log(`timeline: journal events while containerd was frozen: ${kindsOf(during)}`);
+  }
+  const unit = (kind: string) => (e: TlEvent) => e.source === 'journal' && e.kind === kind && e.summary.startsWith('systemd: ') && e.summary.includes('containerd.service') && usOf(e.time) / 1000 - offsetMs >= restart.from - tolMs;
+  const stopped = one('containerd.service stopped by the restart', unit('unit-stopped'));
+  const started = one('containerd.service started again', unit('unit-started'));
+  assert.ok(stopped < started, `stopped ${ev[stopped]!.time}, started ${ev[started]!.time}`);
+  for (const i of [stopped, started]) {
+    inInterval(ev[i]!.kind, ev[i]!, restart);
+    assert.match(ev[i]!.evidence[0]?.cursor ?? '', /^s=[0-9a-f]{32};/, JSON.stringify(ev[i]!.evidence));
+  }
+  following("containerd's stop", stopped);
+  log(`timeline, in order: ${after.map(([w, i]) => `${ev[i]!.time} ${w}`).join(' < ')}`);
+
+  // 5. pod= narrows it to that pod: by namespace/name, the same events as the whole answer's
+  const byName = (await get200(`/v1/timeline?since=${sinceMin}m&pod=e2e/crashloop`, 180_000)).body as TimelineOut;
+  assert.ok(byName.events.length > 0);
+  for (const e of byName.events) assert.deepEqual([e.pod?.namespace, e.pod?.name, e.pod?.uid], ['e2e', 'crashloop', crashPod.uid], JSON.stringify(e));
+  const key = (e: TlEvent) => `${e.time} ${e.source} ${e.kind} ${e.container?.id ?? ''}`;
+  assert.deepEqual(byName.events.map(key), ev.filter((e) => e.pod?.uid === crashPod.uid).map(key));
+  for (const c of setup.containers.crash) assert.ok(byName.events.some((e) => e.kind === 'container-exited' && e.container?.id === c.id), `attempt ${c.attempt} exited, in pod=e2e/crashloop`);
+  // by UID: the OOM-killed pod, its kill included
+  const byUid = (await get200(`/v1/timeline?since=${sinceMin}m&pod=${oomPod.uid}`, 180_000)).body as TimelineOut;
+  for (const e of byUid.events) assert.equal(e.pod?.uid, oomPod.uid, JSON.stringify(e));
+  assert.ok(byUid.events.some((e) => e.kind === 'oom-kill' && e.container?.id === hog.id), kindsOf(byUid.events));
+  assert.ok(!byUid.events.some((e) => e.pod?.uid === crashPod.uid));
+
+  // 6. format=text: one aligned line per event, the JSON answer's events in its order
+  const txt = await get200(`/v1/timeline?since=${sinceMin}m&pod=e2e/crashloop&format=text`, 180_000);
+  const lines = txt.text.split('\n').filter((l) => l !== '' && !l.startsWith('#'));
+  assert.match(lines[0] ?? '', /^TIME\s+SOURCE\s+POD\s+CONTAINER\s+WHAT\s*$/);
+  const rows = lines.slice(1);
+  const jsonRows = byName.events.map((e) => [e.time, e.source, `${e.pod!.namespace}/${e.pod!.name}`, e.container?.name ?? '', `${e.kind}: ${e.summary}`]);
+  assert.equal(rows.length, jsonRows.length, txt.text.slice(0, 2000));
+  rows.forEach((line, i) => {
+    const cells = jsonRows[i]!.filter((c) => c !== '');
+    let at = 0;
+    for (const c of cells) {
+      const j = line.indexOf(c, at);
+      assert.ok(j >= at, `text line ${i} "${line}" lacks ${JSON.stringify(c)} after column ${at}`);
+      at = j + c.length;
+    }
+  });
+  // (a reading whose kernel log was late says so in a `# warning: oom:` line: ask again, at most 3 times)
+  let whole = await get200(`/v1/timeline?since=${sinceMin}m&format=text`, 180_000);
+  for (let i = 0; i < 2 && /^# warning: (oom|kernel): /m.test(whole.text); i++) {
+    log(`timeline text: ${whole.text.split('\n').filter((l) => l.startsWith('# warning')).join('; ')}; asking again`);
+    whole = await get200(`/v1/timeline?since=${sinceMin}m&format=text`, 180_000);
+  }
+  assert.match(whole.text, new RegExp(`^\\S+Z\\s+oom\\s+e2e/oom-victim\\s+hog\\s+oom-kill: dd \\(pid \\d+\\) killed by the OOM killer at its limit of 32 MiB$`, 'm'));
+  log(`timeline text (pod=e2e/crashloop):\n${txt.text.trim()}`);
+
+  // 7. a bad parameter is a clear 400
+  const bad = await get('/v1/timeline?since=yesterday');
+  assert.equal(bad.status, 400, bad.text.slice(0, 400));
+  assert.match(bad.text, /since/, bad.text.slice(0, 400));
+}
 
 scenario('shutdown: SIGTERM stops the agent within 15 s, after everything above', async () => {
   const r = await vm!.exec(
