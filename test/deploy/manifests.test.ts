@@ -188,7 +188,11 @@ t.test('deploy/daemonset renders with kubectl kustomize, and every object is wel
   const calls = new Set([...apiSource.matchAll(/this\.(?:core|authn|authz)\.(\w+)\(/g)].map((m) => m[1]!));
   t.ok(calls.size > 0, 'found the API calls in src/readers/kube/api.ts');
   for (const c of calls) t.ok(c in API_CALL_PERMISSIONS, `API call ${c} has a known permission`);
-  t.same([...granted(agentRole)].sort(), [...new Set([...calls].map((c) => API_CALL_PERMISSIONS[c]!))].sort(), 'agent ClusterRole = the permissions of the calls the code makes');
+  // lists the agent makes with its own size-capped GET: a core resource's collection path
+  const eventsSource = readFileSync(path.join(ROOT, 'src/readers/kube/events.ts'), 'utf8');
+  const lists = new Set([...eventsSource.matchAll(/\/api\/v1\$\{.*?\}\/(\w+)\?/g)].map((m) => `/${m[1]}:list`));
+  t.same([...lists], ['/events:list'], 'found the Events list in src/readers/kube/events.ts');
+  t.same([...granted(agentRole)].sort(), [...new Set([...[...calls].map((c) => API_CALL_PERMISSIONS[c]!), ...lists])].sort(), 'agent ClusterRole = the permissions of the calls the code makes');
   t.notOk(grants(agentRole, '', 'pods', 'watch') || grants(agentRole, '', 'nodes', 'get'), 'no watch, no node reads: no code uses them');
   for (const r of agentRole.rules) t.notOk(r.verbs.some((v: string) => ['update', 'patch', 'delete', 'deletecollection'].includes(v) || (v === 'create' && !/reviews$/.test(r.resources[0]))), 'agent: nothing that writes');
   for (const r of agentRole.rules) t.notOk(r.resources.includes('*') || r.verbs.includes('*') || r.apiGroups.includes('*'), 'agent: no wildcards');
