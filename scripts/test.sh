@@ -43,6 +43,8 @@ tail -n 5 "$prepare_log"
 rm -f "$prepare_log"
 
 npm run test:e2e
+# the linux/arm64 image (built by prepare.ts above) runs version, capture and serve --bundle under qemu-user
+npm run test:e2e:arm64
 if [ "$cluster" != 1 ]; then
   rm -f "$kube_log"
   echo "# cluster checks skipped (NODETRUTH_CLUSTER_CHECKS=$cluster; scripts/cluster-checks.sh runs them)"
