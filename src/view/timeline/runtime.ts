@@ -44,11 +44,17 @@ export function runtimeEvents(rows: readonly ContainerRow[], sandboxes: readonly
       summary: summaryText(`${r.name} attempt ${r.attempt} created (${r.image})`),
       evidence: [{ source: 'cri', call: `ListContainers ${r.id}`, excerpt: `createdAt=${r.createdAt}` }],
     }));
-    out.add(usOf(r.startedAt), seq++, () => ({
+    // The runtime stamps startedAt when its start call returns: a process that exits at
+    // once has a finishedAt before it. A start comes before its exit, so it is placed at
+    // the exit (ties keep insertion order) and its evidence keeps the recorded stamp.
+    const startedUs = usOf(r.startedAt);
+    const finishedUs = usOf(r.finishedAt);
+    const startAfterExit = startedUs !== null && finishedUs !== null && finishedUs < startedUs;
+    out.add(startAfterExit ? finishedUs : startedUs, seq++, () => ({
       ...base,
       kind: 'container-started',
       severity: 'info',
-      summary: summaryText(`${r.name} attempt ${r.attempt} started`),
+      summary: summaryText(`${r.name} attempt ${r.attempt} started${startAfterExit ? ' (the runtime stamped its start after its exit)' : ''}`),
       evidence: [{ source: 'cri', call, excerpt: `startedAt=${r.startedAt}` }],
     }));
     // an exited container's finishedAt; a running one has none (the CRI's zero time is null here)
