@@ -67,6 +67,7 @@ export interface Timeline {
   /** true when the window held more events than `limit`: the newest were kept */
   truncated: boolean;
   /** each source asked: answered, failed or skipped, and how long it took */
-  sources: Partial<Record<TimelineSource, { ok: boolean; events: number; ms: number; error?: string }>>;
+  /** `skipped`: a source left out because the node gives it nothing to read (no API server), not asked for by name */
+  sources: Partial<Record<TimelineSource, { ok: boolean; events: number; ms: number; error?: string; skipped?: string }>>;
   warnings: string[];
 }

@@ -119,10 +119,14 @@ export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: Time
       const p = producers[name];
       const o = await withinDeadline((s) => p.run(anySignal(s, signal)), p.ms, name);
       if (!o.ok) {
+        // a source without its configuration, not asked for by name, is skipped (said in
+        // `sources`, no warning): a node without cluster access is not a failing node
+        if (o.cause instanceof KubeNotConfigured && !q.explicitSources) {
+          sources[name] = { ok: true, events: 0, ms: o.ms, skipped: o.error };
+          return { list: [], warnings: [] };
+        }
         sources[name] = { ok: false, events: 0, ms: o.ms, error: o.error };
-        // a source without its configuration is named in `sources`; a warning only when it was asked for
-        const quiet = o.cause instanceof KubeNotConfigured && !q.explicitSources;
-        return { list: [], warnings: quiet ? [] : [`${name}: ${o.error}`] };
+        return { list: [], warnings: [`${name}: ${o.error}`] };
       }
       const { events: ev } = o.value;
       const list = ev.list();
