@@ -27,6 +27,7 @@ Usage:
                               evidence, manifest.json (-o FILE, --since 1h, --max-size 64MiB)
   nodetruth serve --bundle FILE   the same API answered from a bundle, offline
   nodetruth triage --bundle FILE  the triage report a bundle holds
+  nodetruth timeline --bundle FILE  the timeline a bundle holds, narrowed by the same flags
   nodetruth version           print the version
 
 Flags (each has an environment twin):
