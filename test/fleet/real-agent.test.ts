@@ -16,7 +16,7 @@ import tls from 'node:tls';
 import { EventEmitter } from 'node:events';
 import t from 'tap';
 import { fleetMain } from '../../src/fleet/fleet.js';
-import { freePort, REPO } from '../helpers/agent-process.js';
+import { REPO } from '../helpers/agent-process.js';
 import { FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 import { FakeCluster } from './fake-cluster.js';
 
@@ -26,10 +26,11 @@ api.tokens.set('token-alice', { username: 'alice', groups: ['system:authenticate
 api.tokens.set('token-mallory', { username: 'mallory', groups: ['system:authenticated'] });
 api.authorize = (r) => ({ allowed: r.user === 'alice' && r.resourceAttributes.resource === 'nodes' && r.resourceAttributes.subresource === 'nodetruth' && r.resourceAttributes.name === 'node-real' });
 const dir = mkdtempSync(path.join(tmpdir(), 'fleet-real-'));
-const [nodePort, loopbackPort] = [await freePort(), await freePort()];
+// port 0 on both: the kernel's choice, read back from the agent's own log (a port chosen
+// beforehand could be taken on 127.0.0.2 by another test's server before the agent binds it)
 const agent = spawn(
   process.execPath,
-  ['--import', 'tsx', path.join(REPO, 'src/cli.ts'), 'serve', `--listen=127.0.0.1:${nodePort},127.0.0.2:${loopbackPort}`, '--auth=kubernetes', '--tls=on', '--kubeconfig', api.writeKubeconfig(dir), '--node-name', 'node-real', '--host-root', dir],
+  ['--import', 'tsx', path.join(REPO, 'src/cli.ts'), 'serve', '--listen=127.0.0.1:0,127.0.0.2:0', '--auth=kubernetes', '--tls=on', '--kubeconfig', api.writeKubeconfig(dir), '--node-name', 'node-real', '--host-root', dir],
   { cwd: REPO, env: { ...process.env, NODE_IP: HOST_IP }, stdio: ['ignore', 'pipe', 'pipe'] },
 );
 let agentLog = '';
@@ -40,6 +41,11 @@ for (let i = 0; i < 1200 && !agentLog.includes('nodetruth serving'); i++) {
   await new Promise((r) => setTimeout(r, 50));
 }
 if (!agentLog.includes('nodetruth serving')) throw new Error(`agent did not start: ${agentLog.slice(-2000)}`);
+const serving = agentLog
+  .split('\n')
+  .filter((l) => l.includes('nodetruth serving'))
+  .map((l) => JSON.parse(l) as { listen: string[] })[0]!;
+const loopbackPort = Number(serving.listen.find((a) => a.startsWith('127.0.0.2:'))!.split(':')[1]);
 // the agent's own certificate, as an operator takes it (its log names the pin; here, from the socket)
 const caFile = path.join(dir, 'agent.pem');
 {
