@@ -189,20 +189,25 @@ base() { # arch
   rm -rf "$work"
   trap - EXIT
 }
+# ---- end base images
+
+# ---- the image
 todo=
 for arch in $ARCHES; do built_image "$arch" || todo="$todo $arch"; done
-for arch in $todo; do base "$arch"; done
+# The build and deps stages run on the builder's platform whatever the target: its base
+# images are in every list, beside each target's.
+bases=$todo
+[ -z "$todo" ] || [[ " $todo " == *" $HOST_ARCH "* ]] || bases="$HOST_ARCH$todo"
+for arch in $bases; do base "$arch"; done
 if [ -n "$todo" ]; then
   for list in "$DEBIAN_LIST" "$NODE_LIST"; do
     # `manifest rm`, never rmi: buildah 1.28's rmi of a list removes the instance it resolves to
     "${B[@]}" manifest rm "$list" >/dev/null 2>&1 || true
     "${B[@]}" manifest create "$list" >/dev/null
-    for arch in $todo; do "${B[@]}" manifest add "$list" "$list-$arch" >/dev/null; done
+    for arch in $bases; do "${B[@]}" manifest add "$list" "$list-$arch" >/dev/null; done
   done
 fi
-# ---- end base images
 
-# ---- the image
 image() { # arch: builds its archive, and its .json of sizes beside it
   local arch=$1 ih=${input_hash[$1]} out=${archive[$1]} tag=$IMAGE t0 tmp gz layers_gz size ms b
   [ "$arch" = "$HOST_ARCH" ] || tag=$IMAGE-$arch
