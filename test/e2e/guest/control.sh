@@ -93,8 +93,10 @@ if [ -s "$S/agent-image.txt" ]; then
 fi
 
 # slirp's hostfwd reaches 10.0.2.15 only, nodetruth listens on loopback: relay between them.
-systemd-run --unit=e2e-relay --collect \
-  socat TCP-LISTEN:7071,fork,reuseaddr TCP:127.0.0.1:7070 >> "$S/control.log" 2>&1
+# Bound to 10.0.2.15 alone: the DaemonSet's agent listens on the node's 127.0.0.1:7071. Until
+# networkd has put that address up, socat cannot bind it: systemd starts it again.
+systemd-run --unit=e2e-relay --collect -p Restart=on-failure -p RestartSec=1 \
+  socat TCP-LISTEN:7071,bind=10.0.2.15,fork,reuseaddr TCP:127.0.0.1:7070 >> "$S/control.log" 2>&1
 
 log "uptime: $(cut -d' ' -f1 /proc/uptime) s"
 mkdir -p "$S/cmd"
