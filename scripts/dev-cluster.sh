@@ -566,27 +566,8 @@ attach_check() {
   log "attach-check passed in $(since "$t0") s: pod $pod created, port-forwarded, answered, audited, gone"
 }
 
-# TAP-like lines on stdout for the checks that assert many things; each failure is counted
-# and the check exits non-zero at its end (a precondition that fails still dies at once).
-TAP_N=0
-TAP_FAILED=0
-tap() { # tap OK|FAIL DESCRIPTION [DETAIL]
-  TAP_N=$((TAP_N + 1))
-  if [[ $1 == OK ]]; then
-    echo "ok $TAP_N - $2"
-  else
-    TAP_FAILED=$((TAP_FAILED + 1))
-    echo "not ok $TAP_N - $2"
-    [[ -n ${3:-} ]] && sed 's/^/  # /' <<<"$3"
-  fi
-  return 0
-}
-# expect DESCRIPTION CMD...: ok when CMD succeeds
-expect() {
-  local what=$1
-  shift
-  if "$@" >/dev/null 2>&1; then tap OK "$what"; else tap FAIL "$what"; fi
-}
+# TAP-like lines for the checks that assert many things (a precondition that fails still dies at once)
+. scripts/cluster/tap.sh
 tap_end() {
   local what=$1 t0=$2
   echo "1..$TAP_N"

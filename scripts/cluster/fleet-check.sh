@@ -45,24 +45,7 @@ log() { echo "fleet-check: $*" >&2; }
 die() { log "$*"; exit 1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-TAP_N=0
-TAP_FAILED=0
-tap() { # tap OK|FAIL DESCRIPTION [DETAIL]
-  TAP_N=$((TAP_N + 1))
-  if [[ $1 == OK ]]; then
-    echo "ok $TAP_N - $2"
-  else
-    TAP_FAILED=$((TAP_FAILED + 1))
-    echo "not ok $TAP_N - $2"
-    [[ -n ${3:-} ]] && sed 's/^/  # /' <<<"$3"
-  fi
-  return 0
-}
-expect() {
-  local what=$1
-  shift
-  if "$@" >/dev/null 2>&1; then tap OK "$what"; else tap FAIL "$what"; fi
-}
+. scripts/cluster/tap.sh
 wait_for() { # wait_for SECONDS WHAT CMD...
   local secs=$1 what=$2 deadline
   shift 2
