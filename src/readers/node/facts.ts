@@ -48,7 +48,7 @@ export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<No
   const config = await safe('kubelet config', () => readKubeletConfig(fs, walk.kubeletPid), null);
   if (config?.eviction.error) w?.push(`kubelet config: ${config.eviction.error}`);
   const setup = config?.setup ?? null;
-  const nodeOs = await safe('node OS', () => readNodeOs(fs, { kubeletPid: walk.kubeletPid, containerdPids: walk.containerdPids ?? [], setup, criEndpoint: opts.cri?.endpoint ?? null }), undefined);
+  const nodeOs = await safe('node OS', () => readNodeOs(fs, { kubeletPid: walk.kubeletPid, containerdPids: walk.containerdPids ?? [], setup, criEndpoint: opts.cri?.endpoint ?? null, ...(w ? { warnings: w } : {}) }), undefined);
   const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, config?.tlsCertFile ?? null, opts.nowMs, nodeOs?.kubelet.certDir), []);
   const eviction = config?.eviction ?? { configPath: null, foundBy: null, thresholds: [], checks: [], error: 'unreadable' };
   // nodefs and imagefs where the node keeps them (k3s: /var/lib/rancher/k3s/agent/containerd), read when the fixed list lacks them

@@ -51,8 +51,18 @@ export function containerdConfigTop(text: string): { version: number | null; roo
 
 const sourced = (value: string | null | undefined, source: string): Sourced | null => (value ? { value, source } : null);
 
-export async function readNodeOs(fs: HostFs, o: { kubeletPid: number | null; containerdPids: number[]; setup: KubeletSetup | null; criEndpoint: string | null }): Promise<NodeOs> {
-  const osText = await fs.readFile('/etc/os-release', NODE_OS_LIMITS.maxOsReleaseBytes).catch(() => null);
+export async function readNodeOs(
+  fs: HostFs,
+  o: { kubeletPid: number | null; containerdPids: number[]; setup: KubeletSetup | null; criEndpoint: string | null; warnings?: string[] },
+): Promise<NodeOs> {
+  // absent (null) and unreadable (an error: a directory, a link out of the host root, EACCES) are
+  // different answers: the second is said, never shown as a node without the file
+  let osUnreadable: string | null = null;
+  const osText = await fs.readFile('/etc/os-release', NODE_OS_LIMITS.maxOsReleaseBytes).catch((err: unknown) => {
+    osUnreadable = (err as NodeJS.ErrnoException | null)?.code ?? (err as Error | null)?.message ?? String(err);
+    o.warnings?.push(`/etc/os-release: unreadable (${osUnreadable}), the distribution is unknown`);
+    return null;
+  });
   const osr = osText ? parseOsRelease(osText) : {};
   const id = osr.ID ?? null;
   const flags = o.setup?.flags ?? new Map();
@@ -105,7 +115,7 @@ export async function readNodeOs(fs: HostFs, o: { kubeletPid: number | null; con
   const found = o.criEndpoint ? discoveredEndpoint(fs.root) : null;
   const criEndpoint: Sourced | null = o.criEndpoint === null ? null : found && found.endpoint === o.criEndpoint ? { value: o.criEndpoint, source: found.source } : { value: o.criEndpoint, source: '--cri-endpoint (or NODETRUTH_CRI_ENDPOINT)' };
   return {
-    distribution: { id, versionId: osr.VERSION_ID ?? null, prettyName: osr.PRETTY_NAME ?? null, name: id ? (OS_IDS[id] ?? osr.NAME ?? id) : null, source: osText ? '/etc/os-release' : '/etc/os-release (absent)' },
+    distribution: { id, versionId: osr.VERSION_ID ?? null, prettyName: osr.PRETTY_NAME ?? null, name: id ? (OS_IDS[id] ?? osr.NAME ?? id) : null, source: osText ? '/etc/os-release' : osUnreadable ? `/etc/os-release (unreadable: ${osUnreadable})` : '/etc/os-release (absent)' },
     flavor,
     kubelet,
     containerd,

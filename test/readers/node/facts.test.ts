@@ -164,3 +164,24 @@ t.test('CRI latency: recent calls of the list methods only, bounded', async (t) 
   t.equal(s.methods.length, 2);
   t.equal(tr.snapshot(NOW + 301_000).methods[0]!.calls, 0, 'old calls leave the window');
 });
+
+t.test('/etc/os-release: the distributions\' link to ../usr/lib/os-release is read; a FIFO there is unreadable, said, never "absent"', async (t) => {
+  const fx = await factsHost('systemd');
+  t.teardown(fx.cleanup);
+  const { mkdirSync, rmSync, writeFileSync } = await import('node:fs');
+  const { execFileSync } = await import('node:child_process');
+  const etc = path.join(fx.root, 'etc/os-release');
+  rmSync(etc, { force: true });
+  mkdirSync(path.join(fx.root, 'usr/lib'), { recursive: true });
+  writeFileSync(path.join(fx.root, 'usr/lib/os-release'), 'ID=debian\nVERSION_ID="12"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n');
+  symlinkSync('../usr/lib/os-release', etc);
+  const linked = await nodeFacts(new HostFs(fx.root), { nowMs: NOW });
+  t.match(linked.nodeOs?.distribution, { id: 'debian', versionId: '12', source: '/etc/os-release' });
+
+  rmSync(etc);
+  execFileSync('mkfifo', [etc]);
+  const warnings: string[] = [];
+  const fifo = await nodeFacts(new HostFs(fx.root), { warnings, nowMs: NOW });
+  t.match(fifo.nodeOs?.distribution, { id: null, source: /^\/etc\/os-release \(unreadable: .+\)$/ });
+  t.ok(warnings.some((w) => /^\/etc\/os-release: unreadable \(.+\), the distribution is unknown$/.test(w)), warnings.join('\n'));
+});
