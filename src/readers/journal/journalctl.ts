@@ -104,14 +104,29 @@ export class JournalSource {
 
   /** Run a bounded, non-follow query and collect the records. */
   async query(q: JournalQueryJ, signal?: AbortSignal): Promise<JournalResult> {
-    if (q.follow) throw new Error('use follow() for follow queries');
     const records: JournalRecord[] = [];
-    const r = await this.collect(journalctlArgs(q), { deadlineMs: this.deadlineMs, maxBytes: this.maxBytes }, signal, (e) => void records.push(toJournalRecord(e)));
-    if (!r.truncated && !signal?.aborted && r.code !== null) classifyStderr(r.stderr, r.code, q);
+    const r = await this.scan(q, signal, (rec) => void records.push(rec));
     // journalctl 252 prints `--lines=N --grep=P` newest first (it searches backwards and
     // forgets to turn round); kubelet's node log query inherits that. Restore oldest-first.
     if (q.pattern !== null && q.tailLines !== null && records.length > 1 && records[0]!.time > records.at(-1)!.time) records.reverse();
-    return { records, warnings: warningsOf(r.stderr), truncated: r.truncated, command: r.command };
+    return { records, warnings: r.warnings, truncated: r.truncated, command: r.command };
+  }
+
+  /**
+   * A bounded, non-follow query whose records are handed to `onRecord` as they are parsed,
+   * none kept here: what the caller keeps is all the query holds. Records come in
+   * journalctl's order: oldest first, except `pattern` with `tailLines`, which journalctl
+   * 252 prints newest first (query() turns that round). `count` is the records handed over.
+   */
+  async scan(q: JournalQueryJ, signal: AbortSignal | undefined, onRecord: (r: JournalRecord) => void): Promise<Omit<JournalResult, 'records'> & { count: number }> {
+    if (q.follow) throw new Error('use follow() for follow queries');
+    let count = 0;
+    const r = await this.collect(journalctlArgs(q), { deadlineMs: this.deadlineMs, maxBytes: this.maxBytes }, signal, (e) => {
+      count++;
+      onRecord(toJournalRecord(e));
+    });
+    if (!r.truncated && !signal?.aborted && r.code !== null) classifyStderr(r.stderr, r.code, q);
+    return { warnings: warningsOf(r.stderr), truncated: r.truncated, command: r.command, count };
   }
 
   /**

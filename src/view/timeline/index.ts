@@ -16,7 +16,7 @@ import { OomSource } from '../oom.js';
 import { RuntimeNameBook, type RuntimeIndexSource } from '../runtime-index.js';
 import { statusWarnings, type RuntimeView } from '../runtime-view.js';
 import { journalClock, kernelClock } from './clock.js';
-import { journalEvents, JOURNAL_SCAN, MESSAGE_CHARS, TIMELINE_UNITS } from './journal.js';
+import { JournalEvents, JOURNAL_SCAN, MESSAGE_CHARS, TIMELINE_UNITS } from './journal.js';
 import { kernelEvents, oomEvents } from './kernel.js';
 import { kubeEvents, KubeNotConfigured, type KubeEventsDeps } from './kube.js';
 import { mergeNewest } from './merge.js';
@@ -98,13 +98,14 @@ export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: Time
       run: async (s) => {
         // the newest records of the window; with verbose and no pod filter every one is an event
         const tailLines = q.verbose && !q.pods ? q.limit : JOURNAL_SCAN;
-        const r = await deps.journal.query(journalQuery({ units: [...TIMELINE_UNITS], sinceUs: q.sinceUs, untilUs: q.untilUs, tailLines }), s);
-        const { events, cut } = journalEvents(r.records, q);
+        // each record made an event or let go as it is parsed: the read holds no more than the answer's events
+        const j = new JournalEvents(q);
+        const r = await deps.journal.scan(journalQuery({ units: [...TIMELINE_UNITS], sinceUs: q.sinceUs, untilUs: q.untilUs, tailLines }), s, (rec) => j.add(rec));
         const w = [...r.warnings];
         if (r.truncated) w.push(`the read was cut (${r.truncated}): older records of the window are not in the timeline`);
-        else if (r.records.length === tailLines && tailLines === JOURNAL_SCAN) w.push(`only the newest ${JOURNAL_SCAN} records of the window were read`);
-        if (cut > 0) w.push(`${cut} records longer than ${MESSAGE_CHARS} characters were cut`);
-        return { events, warnings: w };
+        else if (r.count === tailLines && tailLines === JOURNAL_SCAN) w.push(`only the newest ${JOURNAL_SCAN} records of the window were read`);
+        if (j.cut > 0) w.push(`${j.cut} records longer than ${MESSAGE_CHARS} characters were cut`);
+        return { events: j.events, warnings: w };
       },
     },
     kube: { ms: d.kubeEvents, run: (s) => kubeEvents(deps, q, s) },

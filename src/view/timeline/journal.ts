@@ -96,29 +96,37 @@ export function podOfRecord(m: string): { namespace: string | null; name: string
   return { namespace: ref ? ref.slice(0, slash) : null, name: ref ? ref.slice(slash + 1) : null, uid };
 }
 
-export interface JournalEvents {
-  events: SourceEvents;
+/**
+ * Journal records made events as they are read, in the journal's order: each record is
+ * classified and let go, only the events kept (SourceEvents: the newest `limit`), so a read
+ * of any size holds no more than the answer can use.
+ */
+export class JournalEvents {
+  readonly events: SourceEvents;
   /** records longer than MESSAGE_CHARS */
-  cut: number;
-}
+  cut = 0;
+  /** records seen: each one's place in the read is its sequence */
+  private seen = 0;
 
-export function journalEvents(records: readonly JournalRecord[], q: TimelineQuery): JournalEvents {
-  const out = new SourceEvents(q);
-  let cut = 0;
-  records.forEach((r, i) => {
-    const c = classify(r, q.verbose);
+  constructor(private readonly q: TimelineQuery) {
+    this.events = new SourceEvents(q);
+  }
+
+  add(r: JournalRecord): void {
+    const i = this.seen++;
+    const c = classify(r, this.q.verbose);
     if (!c) return;
-    if (r.message.length > MESSAGE_CHARS) cut++;
-    const who = r.identifier ?? r.unit ?? 'journal';
-    const pod = podOfRecord(r.message);
-    out.add(parseRfc3339Micros(r.time), i, () => ({
-      source: 'journal',
-      kind: c.kind,
-      severity: c.severity,
-      ...(pod ? { pod } : {}),
-      summary: summaryText(`${who}: ${r.message.slice(0, MESSAGE_CHARS)}`),
-      evidence: [{ source: 'journal', cursor: r.cursor, excerpt: excerptText(r.message) }],
-    }));
-  });
-  return { events: out, cut };
+    if (r.message.length > MESSAGE_CHARS) this.cut++;
+    this.events.add(parseRfc3339Micros(r.time), i, () => {
+      const pod = podOfRecord(r.message);
+      return {
+        source: 'journal',
+        kind: c.kind,
+        severity: c.severity,
+        ...(pod ? { pod } : {}),
+        summary: summaryText(`${r.identifier ?? r.unit ?? 'journal'}: ${r.message.slice(0, MESSAGE_CHARS)}`),
+        evidence: [{ source: 'journal', cursor: r.cursor, excerpt: excerptText(r.message) }],
+      };
+    });
+  }
 }

@@ -87,14 +87,23 @@ export function findingWindow(times: readonly (string | null | undefined)[], now
   return { window: { since: formatMicros(lo - FINDING_WINDOW_US.before), until: formatMicros(hi + FINDING_WINDOW_US.after) } };
 }
 
-export const byTime = (a: Timed, b: Timed): number => a.us - b.us || a.seq - b.seq;
+/** An event held by SourceEvents: `n` is the order it came in, the last tie-break (a stable sort's). */
+interface Held extends Timed {
+  n: number;
+}
+
+/** a older than b: time, then the source's sequence, then the order they came in */
+const older = (a: Held, b: Held): boolean => a.us !== b.us ? a.us < b.us : a.seq !== b.seq ? a.seq < b.seq : a.n < b.n;
 
 /**
- * One source's events: within the window and the pod filter, sorted, the newest `limit`
- * kept (no more can reach the answer). `dropped` counts what the bound left out.
+ * One source's events: within the window and the pod filter, the newest `limit` kept as
+ * they come (a min-heap of at most `limit`: no more can reach the answer, so a source of
+ * any size holds no more), sorted when listed. `dropped` counts what the bound left out.
  */
 export class SourceEvents {
-  private readonly items: Timed[] = [];
+  /** a min-heap on `older`: the oldest held at [0] */
+  private readonly heap: Held[] = [];
+  private n = 0;
   /** records whose time was absent, not a time, or later than now */
   untimed = 0;
   dropped = 0;
@@ -108,22 +117,53 @@ export class SourceEvents {
       return;
     }
     if (us < this.q.sinceUs || us > this.q.untilUs) return;
+    const n = this.n++;
+    const full = this.heap.length >= this.q.limit;
+    // without a pod filter every event of the window counts: one older than all held is left out unbuilt
+    if (full && !this.q.pods && (this.heap.length === 0 || !older(this.heap[0]!, { us, seq, n, event: null! }))) {
+      this.dropped++;
+      return;
+    }
     const time = formatMicros(us);
     // time first in the record, and from `us` whatever the factory gave
     const e: TimelineEvent = { time, ...event() };
     e.time = time;
     if (this.q.pods && !podMatches(this.q.pods, e.pod)) return;
-    this.items.push({ us, seq, event: e });
+    const h: Held = { us, seq, n, event: e };
+    if (!full) return this.push(h);
+    this.dropped++;
+    if (this.heap.length > 0 && older(this.heap[0]!, h)) this.replaceOldest(h);
   }
 
   /** Sorted oldest first, the newest `limit` of them. */
   list(): Timed[] {
-    this.items.sort(byTime);
-    const over = this.items.length - this.q.limit;
-    if (over > 0) {
-      this.dropped += over;
-      return this.items.slice(over);
+    return [...this.heap].sort((a, b) => (older(a, b) ? -1 : older(b, a) ? 1 : 0)).map(({ us, seq, event }) => ({ us, seq, event }));
+  }
+
+  private push(h: Held): void {
+    const a = this.heap;
+    let i = a.length;
+    a.push(h);
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!older(h, a[p]!)) break;
+      a[i] = a[p]!;
+      i = p;
     }
-    return this.items;
+    a[i] = h;
+  }
+
+  private replaceOldest(h: Held): void {
+    const a = this.heap;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= a.length) break;
+      const c = l + 1 < a.length && older(a[l + 1]!, a[l]!) ? l + 1 : l;
+      if (!older(a[c]!, h)) break;
+      a[i] = a[c]!;
+      i = c;
+    }
+    a[i] = h;
   }
 }
