@@ -11,6 +11,9 @@
  * holds it and none may get it any more (older than maxAgeMs, or replaced): an idle agent holds
  * none, and its one timer (unref'd) exists only while an unheld reading waits to expire. Ages are
  * on the monotonic clock: a wall clock set back must not keep a reading for good.
+ *
+ * `watch` hears when the agent goes idle (its last reading released) and busy again (a reading
+ * made after that): what a reading read is garbage from that moment (src/server/plugins/idle-gc.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { type Memo, memoScope } from './lib/concurrency.js';
@@ -69,7 +72,13 @@ export class Reading implements Memo {
   }
 }
 
+export interface IdleWatch {
+  idle(): void;
+  busy(): void;
+}
+
 export class Readings {
+  watch: IdleWatch | null = null;
   private newest: Reading | null = null;
   private timer: NodeJS.Timeout | null = null;
   private live = 0;
@@ -88,7 +97,7 @@ export class Readings {
     if (!r) {
       if (this.newest && this.newest.holders === 0) this.drop(this.newest);
       r = this.newest = new Reading();
-      this.live++;
+      if (++this.live === 1) this.watch?.busy();
     }
     r.holders++;
     return r;
@@ -96,13 +105,19 @@ export class Readings {
 
   leave(r: Reading): void {
     if (--r.holders > 0) return;
-    if (r === this.newest) this.expire();
-    else this.drop(r);
+    if (r === this.newest) return this.expire();
+    this.drop(r);
+    this.idleNow();
   }
 
   /** Readings not released yet: 0 on an idle agent. */
   get open(): number {
     return this.live;
+  }
+
+  /** not from `enter`, which drops the newest only to make the next one */
+  private idleNow(): void {
+    if (this.live === 0) this.watch?.idle();
   }
 
   private drop(r: Reading): void {
@@ -118,6 +133,7 @@ export class Readings {
     if (left <= 0) {
       this.drop(r);
       this.newest = null;
+      this.idleNow();
       return;
     }
     this.timer = setTimeout(() => {

@@ -120,3 +120,35 @@ t.test('Readings: an unheld reading is released once max-age has passed', async 
   t.equal(rs.open, 0, 'an idle agent holds no reading');
   t.not(rs.enter(performance.now()), r, 'the next request gets a new one');
 });
+
+t.test('Readings tell their watch when the agent goes idle (last reading released) and busy again', async (t) => {
+  const rs = new Readings(40);
+  const heard: string[] = [];
+  rs.watch = { idle: () => heard.push('idle'), busy: () => heard.push('busy') };
+  const a = rs.enter(performance.now());
+  const b = rs.enter(performance.now());
+  t.same(heard, ['busy'], 'one reading shared: busy once');
+  rs.leave(a);
+  rs.leave(b);
+  t.same(heard, ['busy'], 'still open until max-age has passed');
+  await new Promise((res) => setTimeout(res, 80));
+  t.same(heard, ['busy', 'idle'], 'released: idle, once');
+  // a request that arrives after the newest expired, while it is still held: the old one is
+  // dropped to make the next, and the agent is not idle in between
+  const c = rs.enter(performance.now());
+  await new Promise((res) => setTimeout(res, 60));
+  const d = rs.enter(performance.now());
+  t.not(c, d);
+  t.same(heard, ['busy', 'idle', 'busy'], 'no idle while one reading replaces another');
+  rs.leave(c);
+  t.same(heard, ['busy', 'idle', 'busy'], 'the older released, the newer still held');
+  const z = new Readings(0);
+  const zh: string[] = [];
+  z.watch = { idle: () => zh.push('idle'), busy: () => zh.push('busy') };
+  z.leave(z.enter(performance.now()));
+  t.same(zh, ['busy', 'idle'], 'max-age 0: idle as soon as its last holder leaves');
+  rs.leave(d);
+  await new Promise((res) => setTimeout(res, 80));
+  t.same(heard, ['busy', 'idle', 'busy', 'idle']);
+  t.equal(rs.open, 0);
+});

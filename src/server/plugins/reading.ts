@@ -16,6 +16,8 @@
  * - `joinsAnswer` tells the load shedder which requests only wait for an answer so made: they
  *   take no slot, and enter that reading there and then (a reading they hold cannot be dropped
  *   before this plugin's hook runs).
+ * - Once the last reading is released and none begins for a while, one full GC returns what the
+ *   readings left (plugins/idle-gc.ts).
  * - JSON is rendered in slices (lib/slices.ts): one JSON.stringify of a full-node answer (6 MB at
  *   3,000 containers) would hold the event loop too long.
  */
@@ -23,6 +25,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { jsonBuffer } from '../../lib/slices.js';
 import { Reading, type Readings } from '../../reading.js';
+import { installIdleGc } from './idle-gc.js';
 
 interface Shared {
   type: string;
@@ -73,6 +76,7 @@ export function joinsAnswer(readings: Readings): (req: FastifyRequest, reply: Fa
 }
 
 export function installReadings(app: FastifyInstance, readings: Readings): void {
+  installIdleGc(readings);
   /** Make this request the maker of its answer, or return the answer it waits for. */
   const elect = (st: State, req: FastifyRequest, reply: FastifyReply): Made | null => {
     const reading = st.reading!;
