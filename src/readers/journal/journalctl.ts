@@ -23,6 +23,10 @@ export function journalctlArgs(q: JournalQueryJ): string[] {
   if (q.tailLines !== null) a.push(`--lines=${q.tailLines}`);
   else if (q.follow && q.sinceUs === null) a.push('--lines=10');
   if (q.follow) a.push('--follow');
+  if (q.reverse) {
+    if (q.follow) throw new Error('a follow query cannot be read newest first');
+    a.push('--reverse');
+  }
   for (const m of q.matches) {
     if (!/^[A-Z0-9_]+=[^\n]*$/.test(m)) throw new Error(`bad internal journal match ${m}`);
     a.push(m);
@@ -107,16 +111,18 @@ export class JournalSource {
     const records: JournalRecord[] = [];
     const r = await this.scan(q, signal, (rec) => void records.push(rec));
     // journalctl 252 prints `--lines=N --grep=P` newest first (it searches backwards and
-    // forgets to turn round); kubelet's node log query inherits that. Restore oldest-first.
-    if (q.pattern !== null && q.tailLines !== null && records.length > 1 && records[0]!.time > records.at(-1)!.time) records.reverse();
+    // forgets to turn round); kubelet's node log query inherits that. Restore oldest-first,
+    // as for a query read newest first.
+    if ((q.reverse || (q.pattern !== null && q.tailLines !== null)) && records.length > 1 && records[0]!.time > records.at(-1)!.time) records.reverse();
     return { records, warnings: r.warnings, truncated: r.truncated, command: r.command };
   }
 
   /**
    * A bounded, non-follow query whose records are handed to `onRecord` as they are parsed,
    * none kept here: what the caller keeps is all the query holds. Records come in
-   * journalctl's order: oldest first, except `pattern` with `tailLines`, which journalctl
-   * 252 prints newest first (query() turns that round). `count` is the records handed over.
+   * journalctl's order: oldest first, newest first with `reverse`, and newest first for
+   * `pattern` with `tailLines` on journalctl 252 (query() turns both round). `count` is the
+   * records handed over.
    */
   async scan(q: JournalQueryJ, signal: AbortSignal | undefined, onRecord: (r: JournalRecord) => void): Promise<Omit<JournalResult, 'records'> & { count: number }> {
     if (q.follow) throw new Error('use follow() for follow queries');

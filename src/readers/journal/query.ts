@@ -28,6 +28,12 @@ export type JournalQuery =
       follow: boolean;
       /** extra journal matches (FIELD=value), used internally, e.g. _TRANSPORT=kernel */
       matches: string[];
+      /**
+       * newest first (journalctl --reverse), used internally: with `tailLines` and `sinceUs`
+       * the only way to the newest records of a window, as journalctl 252 seeks to --since
+       * first and so counts --lines from the oldest
+       */
+      reverse?: boolean;
     }
   | {
       kind: 'file';

@@ -100,7 +100,7 @@ export async function readTimeline(deps: TimelineDeps, q: TimelineQuery, o: Time
         const tailLines = q.verbose && !q.pods ? q.limit : JOURNAL_SCAN;
         // each record made an event or let go as it is parsed: the read holds no more than the answer's events
         const j = new JournalEvents(q);
-        const r = await deps.journal.scan(journalQuery({ units: [...TIMELINE_UNITS], sinceUs: q.sinceUs, untilUs: q.untilUs, tailLines }), s, (rec) => j.add(rec));
+        const r = await deps.journal.scan(journalQuery({ units: [...TIMELINE_UNITS], sinceUs: q.sinceUs, untilUs: q.untilUs, tailLines, reverse: true }), s, (rec) => j.add(rec));
         const w = [...r.warnings];
         if (r.truncated) w.push(`the read was cut (${r.truncated}): older records of the window are not in the timeline`);
         else if (r.count === tailLines && tailLines === JOURNAL_SCAN) w.push(`only the newest ${JOURNAL_SCAN} records of the window were read`);

@@ -97,15 +97,17 @@ export function podOfRecord(m: string): { namespace: string | null; name: string
 }
 
 /**
- * Journal records made events as they are read, in the journal's order: each record is
- * classified and let go, only the events kept (SourceEvents: the newest `limit`), so a read
- * of any size holds no more than the answer can use.
+ * Journal records made events as they are read, newest first (journalctl --reverse: the
+ * newest records of the window are the ones read): each record is classified and let go,
+ * only the events kept (SourceEvents: the newest `limit`), so a read of any size holds no
+ * more than the answer can use. A record's sequence is minus its place in the read: the
+ * journal's own order, oldest first, among records of one instant.
  */
 export class JournalEvents {
   readonly events: SourceEvents;
   /** records longer than MESSAGE_CHARS */
   cut = 0;
-  /** records seen: each one's place in the read is its sequence */
+  /** records seen */
   private seen = 0;
 
   constructor(private readonly q: TimelineQuery) {
@@ -113,7 +115,7 @@ export class JournalEvents {
   }
 
   add(r: JournalRecord): void {
-    const i = this.seen++;
+    const i = -this.seen++;
     const c = classify(r, this.q.verbose);
     if (!c) return;
     if (r.message.length > MESSAGE_CHARS) this.cut++;

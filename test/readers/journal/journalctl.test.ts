@@ -128,3 +128,18 @@ t.test('spawn failure is a 503', async (t) => {
   const broken = new JournalSource({ hostFs: new HostFs(host.root), journalctl: '/nonexistent/journalctl' });
   await rejectsStatus(t, broken.query(jq({})), 503);
 });
+
+t.test('scan: each record handed over as parsed; reverse reads the newest of a window, where --since with --lines counts from the oldest', async (t) => {
+  const all = (await src.query(jq({ query: ['kubelet'] }))).records;
+  t.ok(all.length > 10, `${all.length} kubelet records`);
+  const sinceUs = Date.parse(all[0]!.time) * 1000; // every one of them in the window
+  const forward = { ...jq({ query: ['kubelet'], tailLines: 5 }), sinceUs };
+  const seen: string[] = [];
+  const r = await src.scan({ ...forward, reverse: true }, undefined, (rec) => void seen.push(rec.cursor));
+  t.same(seen, all.slice(-5).map((x) => x.cursor).reverse(), 'the newest five, newest first');
+  t.match(r, { count: 5, truncated: null, warnings: [] });
+  t.ok(r.command.includes('--reverse'));
+  const q = await src.query({ ...forward, reverse: true });
+  t.same(q.records.map((x) => x.cursor), all.slice(-5).map((x) => x.cursor), 'query: the same, oldest first');
+  await t.rejects(src.scan({ ...forward, reverse: true, follow: true }, undefined, () => {}));
+});
