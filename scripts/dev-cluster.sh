@@ -1020,6 +1020,17 @@ fleet_check() {
     NODETRUTH_DEV_NODE="$NODE_NAME" NODETRUTH_KUBE_BIN="$BIN" bash "$f" "$@"
 }
 
+# The workload scenarios (scripts/cluster/workload-check.sh, its own) as Pods the real kubelet
+# runs, asked of the DaemonSet's agent (applied here if missing, with the probes a TCG node needs).
+workload_check() {
+  local f=$TREE/scripts/cluster/workload-check.sh
+  [[ -f $f ]] || f=scripts/cluster/workload-check.sh
+  node_ready
+  daemonset_up
+  KUBECONFIG="$(realpath "$DIR")/kubeconfig" PATH="$BIN:$PATH" NODETRUTH_DEV_CLUSTER_DIR="$(realpath "$DIR")" \
+    NODETRUTH_DEV_NODE="$NODE_NAME" bash "$f"
+}
+
 # down and check use the binaries `up` ran, never a new build.
 recorded_bin() {
   [[ -f $DIR/bin ]] || die "no $DIR/bin: nothing was started from $DIR"
@@ -1037,6 +1048,7 @@ dispatch() {
   daemonset-check) recorded_bin && daemonset_check ;;
   drift-check) recorded_bin && drift_check ;;
   fleet-check) shift; recorded_bin && fleet_check "$@" ;;
+  workload-check) recorded_bin && workload_check ;;
   *) usage ;;
   esac
 }

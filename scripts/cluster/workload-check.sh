@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# Workload scenarios as real Pods (test/e2e/cluster/workloads/*.yaml, kubectl apply), run
+# by the dev cluster's real kubelet, and the answers of the DaemonSet's agent on that node
+# (scripts/dev-cluster.sh workload-check, which sets the environment below and makes sure
+# the DaemonSet is applied and Ready). Checks, as TAP:
+#   - OOM kill: oom-victim's dd at its 32 MiB limit; kubelet reports OOMKilled/137; /v1/oom
+#     has the kernel's kill with the pod's UID and the container's ID (namespace/pod/container
+#     as the API names them), the limit, dd, CONSTRAINT_MEMCG, a kmsg sequence; /v1/triage
+#     an oom-kill finding whose subject names nodetruth-workloads/oom-victim/hog
+#   - crash loop: crashloop's container exits 1, kubelet restarts it with its back-off;
+#     /v1/triage's crash-loop finding names the pod; /v1/timeline?pod=ns/name has its
+#     container created, started and exited with code 1
+#   - CPU throttling: spinner's busy loop under a 0.1-core limit; /v1/throttling names the
+#     container with more than half of its periods throttled; /v1/triage cpu-throttling
+#   - `nodetruth attach node1 --capture -o FILE` (the real kubectl debug and port-forward),
+#     then `nodetruth serve --bundle FILE` on this host answers /v1/oom with the same kill
+# The agent is reached as a user reaches it: `kubectl port-forward` to the pod's loopback
+# listen address (127.0.0.1:7071), TLS checked against the public-key pin the agent logged,
+# with the token of a ServiceAccount bound to nodetruth-reader (made here, deleted at the end).
+#
+# Environment (scripts/dev-cluster.sh workload_check):
+#   KUBECONFIG                  the cluster's admin kubeconfig
+#   PATH                        the release's kubectl first
+#   NODETRUTH_DEV_CLUSTER_DIR   the cluster's directory (absolute): files kept in workload-check/
+#   NODETRUTH_DEV_NODE          the node's name (node1)
+# Run: bash scripts/dev-cluster.sh workload-check (after daemonset-check)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+DIR=${NODETRUTH_DEV_CLUSTER_DIR:?set by scripts/dev-cluster.sh workload-check}
+NODE=${NODETRUTH_DEV_NODE:-node1}
+[[ -f ${KUBECONFIG:-} ]] || KUBECONFIG=$DIR/kubeconfig
+export KUBECONFIG
+AGENT_NS=nodetruth
+AGENT_SELECTOR=app.kubernetes.io/name=nodetruth,app.kubernetes.io/component=agent
+NS=nodetruth-workloads
+MANIFESTS=test/e2e/cluster/workloads
+WORK=$DIR/workload-check
+NODE_BIN=$PWD/node_modules/.bin/node
+rm -rf "$WORK"
+mkdir -p "$WORK"
+chmod 700 "$WORK"
+
+log() { echo "workload-check: $*" >&2; }
+die() { log "$*"; exit 1; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+. scripts/cluster/tap.sh
+wait_for() { # wait_for SECONDS WHAT CMD...
+  local secs=$1 what=$2 deadline
+  shift 2
+  deadline=$(($(date +%s) + secs))
+  until "$@" >/dev/null 2>&1; do
+    (($(date +%s) < deadline)) || { log "$what: not so after $secs s"; return 1; }
+    sleep 2
+  done
+}
+for tool in kubectl jq openssl curl; do command -v "$tool" >/dev/null || die "$tool is not on PATH"; done
+
+PF_PID=
+SERVE_PID=
+cleanup() {
+  [[ -n $PF_PID ]] && kill "$PF_PID" 2>/dev/null || true
+  [[ -n $SERVE_PID ]] && kill "$SERVE_PID" 2>/dev/null || true
+  kubectl delete clusterrolebinding "$NS-reader" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete namespace "$NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+t0=$(now)
+
+# --- the agent, through a port-forward ---------------------------------------------------------
+agent_pod() {
+  kubectl -n "$AGENT_NS" get pods -l "$AGENT_SELECTOR" --field-selector "spec.nodeName=$NODE" -o json |
+    jq -r '[.items[] | select(.metadata.deletionTimestamp == null and any(.status.conditions[]?; .type == "Ready" and .status == "True"))][0].metadata.name // empty'
+}
+POD=$(agent_pod) || true
+[[ -n $POD ]] || die "no Ready agent pod on $NODE: run daemonset-check"
+PIN=$(kubectl -n "$AGENT_NS" logs "$POD" | jq -r 'select(.tls.enabled == true) | .tls.publicKeyPin' 2>/dev/null | tail -n 1) || true
+[[ -n $PIN ]] || die "the agent's log ($AGENT_NS/$POD) names no public-key pin"
+
+# pf_start: kubectl port-forward pod/$POD :7071 in the background; sets PF_PID and LPORT
+pf_start() {
+  [[ -n $PF_PID ]] && kill "$PF_PID" 2>/dev/null || true
+  : >"$WORK/pf.out"
+  kubectl -n "$AGENT_NS" port-forward "pod/$POD" :7071 --address=127.0.0.1 >"$WORK/pf.out" 2>>"$WORK/pf.err" &
+  PF_PID=$!
+  wait_for 60 "the port-forward listening" grep -q '^Forwarding from 127.0.0.1:' "$WORK/pf.out" ||
+    die "kubectl port-forward pod/$POD :7071: $(tail -n 5 "$WORK/pf.err")"
+  LPORT=$(sed -n 's/^Forwarding from 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$WORK/pf.out" | head -n 1)
+}
+pf_start
+openssl s_client -connect "127.0.0.1:$LPORT" </dev/null 2>/dev/null | openssl x509 >"$WORK/agent-cert.pem" 2>/dev/null || true
+[[ -s $WORK/agent-cert.pem ]] || die "no certificate through the port-forward to $AGENT_NS/$POD:7071"
+
+# a caller holding nodetruth-reader, nothing else
+kubectl apply -f "$MANIFESTS/namespace.yaml" >/dev/null
+kubectl apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: reader, namespace: $NS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: $NS-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nodetruth-reader}
+subjects: [{kind: ServiceAccount, name: reader, namespace: $NS}]
+YAML
+wait_for 60 "ServiceAccount default in $NS" kubectl -n "$NS" get serviceaccount default
+(umask 077 && echo "Authorization: Bearer $(kubectl -n "$NS" create token reader --duration=2h)" >"$WORK/token")
+
+# agent_get PATH OUT: prints the HTTP status. No answer (the port-forward restarted), 502,
+# 503 and 504 (the agent's sources later than it waits on a TCG guest) are asked again for
+# up to 3 min.
+agent_get() {
+  local path=$1 out=$2 code i
+  for ((i = 0; i < 36; i++)); do
+    kill -0 "$PF_PID" 2>/dev/null || pf_start
+    code=$(curl -sS -o "$out" -w '%{http_code}' --max-time 180 --cacert "$WORK/agent-cert.pem" --pinnedpubkey "$PIN" \
+      -H "@$WORK/token" "https://127.0.0.1:$LPORT$path" 2>>"$WORK/curl.err") || true
+    [[ $code == 000 || $code == 50[234] ]] || break
+    sleep 5
+  done
+  echo "$code"
+}
+code=$(agent_get /v1/node "$WORK/node.json")
+if [[ $code == 200 ]]; then
+  tap OK "the agent $AGENT_NS/$POD through kubectl port-forward :7071, TLS pinned ($PIN), as $NS/reader (nodetruth-reader): /v1/node 200"
+else
+  tap FAIL "the agent through kubectl port-forward as $NS/reader: /v1/node $code" "$(head -c 600 "$WORK/node.json"; tail -n 3 "$WORK/curl.err")"
+  die "the agent does not answer; nothing more to ask"
+fi
+
+# --- the workloads -----------------------------------------------------------------------------
+t1=$(now)
+kubectl apply -f "$MANIFESTS/oom.yaml" -f "$MANIFESTS/crashloop.yaml" -f "$MANIFESTS/spinner.yaml" >/dev/null
+pod_json() { kubectl -n "$NS" get pod "$1" -o json; }
+# cid POD-JSON-FILE: the first container's ID without its runtime scheme (containerd://)
+cid() { jq -r '.status.containerStatuses[0].containerID // "" | sub("^[a-z]+://"; "")' "$1"; }
+
+# (1) the OOM kill: kubelet's own report first
+wait_for 900 "$NS/oom-victim terminated" bash -c \
+  "kubectl -n $NS get pod oom-victim -o jsonpath='{.status.containerStatuses[0].state.terminated.exitCode}' | grep -q ." ||
+  { kubectl -n "$NS" describe pod oom-victim >&2; die "oom-victim never terminated"; }
+log "oom-victim terminated $(since "$t1") s after apply"
+pod_json oom-victim >"$WORK/oom-victim.json"
+OOM_UID=$(jq -r .metadata.uid "$WORK/oom-victim.json")
+OOM_CID=$(cid "$WORK/oom-victim.json")
+expect "kubelet: oom-victim's hog terminated, exit 137, $(jq -r '.status.containerStatuses[0].state.terminated.reason' "$WORK/oom-victim.json"), QoS Burstable" \
+  jq -e '.status.containerStatuses[0].state.terminated.exitCode == 137 and .status.qosClass == "Burstable"' "$WORK/oom-victim.json"
+kill_of() { jq -c --arg c "$OOM_CID" '[.kills[] | select(.containerId == $c)] | last // empty' "$1"; }
+for ((i = 0; i < 24; i++)); do
+  [[ $(agent_get /v1/oom "$WORK/oom.json") == 200 ]] && [[ -n $(kill_of "$WORK/oom.json") ]] && break
+  sleep 5
+done
+KILL=$(kill_of "$WORK/oom.json" 2>/dev/null) || true
+if [[ -n $KILL ]]; then
+  tap OK "/v1/oom: the kernel's kill of container ${OOM_CID:0:13} (hog): $(jq -c '{process, pid, podNamespace, podName, containerName, qos, constraint, memcgLimitKb, cgroupDriver, taskMemcg, seq: .evidence.firstSeq}' <<<"$KILL")"
+  expect "/v1/oom: attributed to $NS/oom-victim container hog (pod uid $OOM_UID), Burstable" \
+    jq -e --arg u "$OOM_UID" --arg ns "$NS" '.podUid == $u and .podNamespace == $ns and .podName == "oom-victim" and .containerName == "hog" and .qos == "burstable"' <<<"$KILL"
+  expect "/v1/oom: dd killed at its cgroup's 32 MiB limit (CONSTRAINT_MEMCG, not global)" \
+    jq -e '.process == "dd" and .constraint == "CONSTRAINT_MEMCG" and .global == false and .memcgLimitKb == 32768' <<<"$KILL"
+  expect "/v1/oom: read from /dev/kmsg with a sequence number, systemd cgroup path" \
+    jq -e '.evidence.source == "kmsg" and (.evidence.firstSeq | type == "number") and .cgroupDriver == "systemd"' <<<"$KILL"
+else
+  tap FAIL "/v1/oom: the kernel's kill of container $OOM_CID" "$(head -c 1500 "$WORK/oom.json")"
+fi
+
+# (3) throttling: the spinner at its 0.1-core limit
+wait_for 600 "$NS/spinner Running" bash -c \
+  "kubectl -n $NS get pod spinner -o jsonpath='{.status.phase}' | grep -qx Running" ||
+  { kubectl -n "$NS" describe pod spinner >&2; die "spinner never ran"; }
+pod_json spinner >"$WORK/spinner.json"
+SPIN_UID=$(jq -r .metadata.uid "$WORK/spinner.json")
+SPIN_CID=$(cid "$WORK/spinner.json")
+sleep 5
+code=$(agent_get '/v1/throttling?window=5s' "$WORK/throttling.json")
+SPIN=$(jq -c --arg c "$SPIN_CID" '.items | to_entries[] | select(.value.containerId == $c) | .value + {rank: (.key + 1)}' "$WORK/throttling.json" 2>/dev/null) || true
+if [[ $code == 200 && -n $SPIN ]]; then
+  tap OK "/v1/throttling (5 s): spinner/spin: $(jq -c '{rank, podNamespace, podName, containerName, throttledShare, periods, throttledPeriods, usageCores, quota: .cpuMax.quotaCores}' <<<"$SPIN")"
+  expect "/v1/throttling: names $NS/spinner container spin (pod uid $SPIN_UID), quota 0.1 core" \
+    jq -e --arg u "$SPIN_UID" --arg ns "$NS" '.podUid == $u and .podNamespace == $ns and .podName == "spinner" and .containerName == "spin" and .cpuMax.quotaCores == 0.1' <<<"$SPIN"
+  expect "/v1/throttling: more than half of its periods throttled" jq -e '.throttledShare > 0.5' <<<"$SPIN"
+else
+  tap FAIL "/v1/throttling names spinner's container $SPIN_CID ($code)" "$(head -c 1500 "$WORK/throttling.json")"
+fi
+
+# (2) the crash loop: kubelet's back-off (10 s, 20 s, 40 s) to a fourth run (attempt 3)
+wait_for 900 "$NS/crashloop restarted 3 times" bash -c \
+  "[[ \$(kubectl -n $NS get pod crashloop -o jsonpath='{.status.containerStatuses[0].restartCount}') -ge 3 ]]" ||
+  { kubectl -n "$NS" describe pod crashloop >&2; die "crashloop never reached 3 restarts"; }
+log "crashloop restarted 3 times $(since "$t1") s after apply"
+pod_json crashloop >"$WORK/crashloop.json"
+CRASH_UID=$(jq -r .metadata.uid "$WORK/crashloop.json")
+expect "kubelet: crashloop's last run exited 1 ($(jq -c '.status.containerStatuses[0] | {restartCount, state: (.state | keys[0]), reason: (.state.waiting.reason // .state.terminated.reason // null), last: .lastState.terminated.exitCode}' "$WORK/crashloop.json"))" \
+  jq -e '.status.containerStatuses[0].lastState.terminated.exitCode == 1 or .status.containerStatuses[0].state.terminated.exitCode == 1' "$WORK/crashloop.json"
+
+# /v1/triage: the three findings in one snapshot (the throttling measured over 2 s)
+finding() { # finding ID POD: the finding of that id whose subject is $NS/POD
+  jq -c --arg id "$1" --arg ns "$NS" --arg p "$2" '[.findings[] | select(.id == $id and .subject.namespace == $ns and .subject.pod == $p)][0] // empty' "$WORK/triage.json"
+}
+for ((i = 0; i < 30; i++)); do
+  if [[ $(agent_get '/v1/triage?window=2s' "$WORK/triage.json") == 200 ]] &&
+    [[ -n $(finding oom-kill oom-victim) && -n $(finding crash-loop crashloop) && -n $(finding cpu-throttling spinner) ]]; then
+    break
+  fi
+  sleep 10
+done
+triage_ids=$(jq -c '[.findings[] | {id, pod: .subject.pod}]' "$WORK/triage.json" 2>/dev/null | head -c 1500)
+F=$(finding oom-kill oom-victim) || true
+if [[ -n $F ]]; then
+  tap OK "/v1/triage oom-kill: $(jq -r .title <<<"$F")"
+  expect "/v1/triage oom-kill: subject $NS/oom-victim container hog, its pod UID and container ID" \
+    jq -e --arg u "$OOM_UID" --arg c "$OOM_CID" '.subject.container == "hog" and .subject.podUid == $u and .subject.containerId == $c' <<<"$F"
+else
+  tap FAIL "/v1/triage: an oom-kill finding for $NS/oom-victim" "$triage_ids"
+fi
+F=$(finding crash-loop crashloop) || true
+if [[ -n $F ]]; then
+  tap OK "/v1/triage crash-loop: $(jq -r '.title + ": " + .detail' <<<"$F" | head -c 300)"
+  expect "/v1/triage crash-loop: subject $NS/crashloop container crash (pod UID $CRASH_UID)" \
+    jq -e --arg u "$CRASH_UID" '.subject.container == "crash" and .subject.podUid == $u' <<<"$F"
+else
+  tap FAIL "/v1/triage: a crash-loop finding for $NS/crashloop" "$triage_ids"
+fi
+F=$(finding cpu-throttling spinner) || true
+if [[ -n $F ]]; then
+  tap OK "/v1/triage cpu-throttling: $(jq -r .title <<<"$F")"
+else
+  tap FAIL "/v1/triage: a cpu-throttling finding for $NS/spinner" "$triage_ids"
+fi
+
+# /v1/timeline of the crash loop: each attempt the runtime still holds, created, started, exited 1
+code=$(agent_get "/v1/timeline?pod=$NS/crashloop&since=30m" "$WORK/timeline.json")
+if [[ $code == 200 ]]; then
+  tap OK "/v1/timeline?pod=$NS/crashloop: $(jq -c '[.events[] | .kind] | group_by(.) | map({(.[0]): length}) | add' "$WORK/timeline.json")"
+  ev() { jq -c --arg k "$1" --arg u "$CRASH_UID" '[.events[] | select(.kind == $k and .pod.uid == $u and .container.name == "crash")]' "$WORK/timeline.json"; }
+  expect "timeline: container-created of crash ($(ev container-created | jq -c 'map(.container.attempt)'))" jq -e 'length > 0' <<<"$(ev container-created)"
+  expect "timeline: container-started of crash ($(ev container-started | jq -c 'map(.container.attempt)'))" jq -e 'length > 0' <<<"$(ev container-started)"
+  expect "timeline: container-exited with code 1 ($(ev container-exited | jq -c 'map(.summary)' | head -c 300))" \
+    jq -e 'length > 0 and all(.[]; .summary | test("exited with code 1"))' <<<"$(ev container-exited)"
+  expect "timeline: for one attempt, created <= started <= exited" jq -e --arg u "$CRASH_UID" '
+    [.events[] | select(.pod.uid == $u and .container.name == "crash")] | group_by(.container.attempt)
+    | any(.[]; (map(.kind) | index("container-created")) as $c | (map(.kind) | index("container-started")) as $s
+      | (map(.kind) | index("container-exited")) as $e | $c != null and $s != null and $e != null and $c < $s and $s <= $e)' "$WORK/timeline.json"
+  expect "timeline: only $NS/crashloop's events" jq -e --arg u "$CRASH_UID" 'all(.events[]; .pod == null or .pod.uid == $u or .pod.uid == null)' "$WORK/timeline.json"
+else
+  tap FAIL "/v1/timeline?pod=$NS/crashloop: $code" "$(head -c 800 "$WORK/timeline.json")"
+fi
+
+# what kubelet itself said of the three pods (its Events), for the record
+kubectl -n "$NS" get events --sort-by=.firstTimestamp \
+  -o custom-columns=FIRST:.firstTimestamp,LAST:.lastTimestamp,COUNT:.count,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message >"$WORK/events.txt" 2>&1 || true
+grep -E 'BackOff|OOM|Killing|Started' "$WORK/events.txt" | head -n 12 | sed 's/^/  # /'
+
+# --- (4) attach --capture from the real cluster, the bundle served on this host ---------------
+if [[ ! -f dist/cli.js ]] || [[ -n $(find src deploy -newer dist/cli.js -print -quit) ]]; then
+  log "building dist/ (npm run build)"
+  # tsc writes dist/ even when it reports type errors (no noEmitOnError): the launcher's
+  # own errors would show in the run; say so and go on
+  npm run --silent build >&2 || log "npm run build reported errors; dist/ as it wrote it"
+fi
+for ((i = 1; ; i++)); do
+  kubectl apply -f deploy/attach-rbac.yaml >/dev/null && break
+  ((i < 3)) || die "kubectl apply -f deploy/attach-rbac.yaml failed $i times"
+  sleep 1
+done
+BUNDLE=$WORK/capture.tar.gz
+t2=$(now)
+set +e
+timeout 1200 "$NODE_BIN" dist/cli.js attach "$NODE" -n nodetruth-attach --timeout=10m --capture -o "$BUNDLE" \
+  >"$WORK/attach.out" 2>"$WORK/attach.err"
+rc=$?
+set -e
+sed 's/^/  # attach: /' "$WORK/attach.err" | tail -n 8
+if [[ $rc == 0 && -s $BUNDLE ]]; then
+  tap OK "attach $NODE --capture -o FILE: exit 0 in $(since "$t2") s, $(stat -c %s "$BUNDLE") bytes"
+else
+  tap FAIL "attach $NODE --capture -o FILE: exit $rc" "$(tail -n 10 "$WORK/attach.err")"
+fi
+if [[ -s $BUNDLE ]]; then
+  SPORT=$("$NODE_BIN" -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+  "$NODE_BIN" dist/cli.js serve --bundle "$BUNDLE" --listen "127.0.0.1:$SPORT" >"$WORK/serve.log" 2>&1 &
+  SERVE_PID=$!
+  wait_for 120 "serve --bundle answering /readyz" curl -fsS "http://127.0.0.1:$SPORT/readyz" ||
+    log "serve --bundle: $(tail -n 5 "$WORK/serve.log")"
+  code=$(curl -sS -o "$WORK/bundle-oom.json" -w '%{http_code}' --max-time 60 "http://127.0.0.1:$SPORT/v1/oom" 2>>"$WORK/curl.err") || true
+  BKILL=$(kill_of "$WORK/bundle-oom.json" 2>/dev/null) || true
+  if [[ $code == 200 && -n $BKILL ]]; then
+    tap OK "serve --bundle: /v1/oom has the kill of ${OOM_CID:0:13}: $(jq -c '{process, pid, podUid, seq: .evidence.firstSeq}' <<<"$BKILL")"
+    expect "serve --bundle: the same kill as the live agent's (pid, pod and container by UID, ID and name, time, limit, kmsg sequence)" \
+      jq -e -n --argjson a "$KILL" --argjson b "$BKILL" '[$a, $b] | map({pid, podUid, podNamespace, podName, containerName, containerId, time, memcgLimitKb, process, seq: .evidence.firstSeq}) | .[0] == .[1]'
+  else
+    tap FAIL "serve --bundle: /v1/oom ($code) has the kill of $OOM_CID" "$(head -c 800 "$WORK/bundle-oom.json"; tail -n 5 "$WORK/serve.log")"
+  fi
+  kill "$SERVE_PID" 2>/dev/null || true
+  wait "$SERVE_PID" 2>/dev/null || true
+  SERVE_PID=
+fi
+
+echo "1..$TAP_N"
+if ((TAP_FAILED)); then
+  log "$TAP_FAILED of $TAP_N failed ($(since "$t0") s); files in $WORK"
+  exit 1
+fi
+log "passed: $TAP_N of $TAP_N in $(since "$t0") s"
