@@ -85,7 +85,7 @@ export async function fleet(o: FleetOptions, io: Io, signals: NodeJS.EventEmitte
       io.err(`nodetruth fleet: ${escapeTerminal((err as Error).message)}\n`);
       return err instanceof FleetUsageError ? 2 : 3;
     }
-    const ro: ReachOptions = { globalArgs: globalArgs(o), agentPort: o.agentPort, ca, token, track };
+    const ro: ReachOptions = { globalArgs: globalArgs(o), namespace: o.namespace, agentPort: o.agentPort, ca, token, track };
     const total = targets.length;
     let done = 0;
     let failed = 0;

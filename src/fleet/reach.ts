@@ -20,6 +20,8 @@ export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 export interface ReachOptions {
   globalArgs: string[];
+  /** the agent pods' namespace: kubectl port-forward looks the pod up there, not in the context's */
+  namespace: string;
   agentPort: number;
   ca: string | null;
   token: string;
@@ -51,7 +53,7 @@ export async function endProc(p: Proc): Promise<void> {
 export async function reach(t: Target, path: string, o: ReachOptions, signal: AbortSignal, toFile?: string): Promise<Answer> {
   let ready: (port: number) => void = () => {};
   const listening = new Promise<number>((resolve) => (ready = resolve));
-  const forward = run([...o.globalArgs, 'port-forward', `pod/${t.pod!}`, `:${o.agentPort}`, '--address=127.0.0.1'], {
+  const forward = run([...o.globalArgs, 'port-forward', `--namespace=${o.namespace}`, `pod/${t.pod!}`, `:${o.agentPort}`, '--address=127.0.0.1'], {
     passStderr: null,
     onStdout: (all) => {
       const m = FORWARDING.exec(all);

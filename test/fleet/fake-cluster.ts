@@ -53,6 +53,13 @@ if (verb === 'get') {
 } else if (verb === 'port-forward') {
   const pod = argv.find((a) => a.startsWith('pod/')).slice(4);
   const remote = argv.find((a) => /^:\d+$/.test(a)).slice(1);
+  // the pod is looked up in --namespace, else the context's ("default" here): an agent pod
+  // asked elsewhere is refused as the real API server refused a fleet caller (kubectl 1.36)
+  const ns = flag('namespace') || 'default';
+  if (!pod.startsWith('node-debugger-') && ns !== 'nodetruth') {
+    process.stderr.write('Error from server (Forbidden): pods "' + pod + '" is forbidden: User "system:serviceaccount:callers:oncall" cannot get resource "pods" in API group "" in the namespace "' + ns + '"\n');
+    process.exit(1);
+  }
   // attach's debug pods: one agent for all of them (FakeCluster.debugAgent)
   const srv = net.createServer((c) => {
     const up = net.connect(Number(process.env.FAKE_FLEET_RELAY), '127.0.0.1', () => { up.write(pod + ' ' + remote + '\n'); c.pipe(up); up.pipe(c); });

@@ -273,3 +273,15 @@ t.test("the forward asks the agent's loopback port: 7071 by default, as the Daem
   t.equal(wrong.code, 3, 'not answered');
   t.match((JSON.parse(wrong.out) as { error: string }[])[0]!.error, /socket hang up|ECONNRESET|disconnected|TLS/i);
 });
+
+t.test("the forward names the agent pods' namespace, not the context's", async (t) => {
+  // kubectl port-forward looks the pod up in the context's namespace unless told: on the real
+  // API server (v1.36.3) a fleet caller got "pods … is forbidden … in the namespace \"default\""
+  const logged = cluster.calls().length;
+  const r = await runFleet(['triage', '-o', 'json', '--timeout', '5s', '--agent-ca', caFile, '--nodes', 'node-00']);
+  const fwd = cluster.calls().slice(logged).find((c) => c.argv?.includes('port-forward'));
+  t.ok(fwd?.argv?.includes('--namespace=nodetruth'), `port-forward --namespace=nodetruth (${fwd?.argv?.join(' ')})`);
+  const row = (JSON.parse(r.out) as { verdict: string | null; error?: string }[])[0]!;
+  t.equal(row.error, undefined, `answered (${row.error ?? ''})`);
+  t.equal(row.verdict, 'ok');
+});
