@@ -182,9 +182,11 @@ caller_kubeconfig() { # caller_kubeconfig SA: a kubeconfig of its own with a 1 h
 ONCALL_KC=$(caller_kubeconfig oncall)
 STRANGER_KC=$(caller_kubeconfig stranger)
 USER_ONCALL=system:serviceaccount:$NS:oncall
+# the API server's RBAC authorizer sees new bindings through its informers: a moment later
 expect "the caller may port-forward to the agent pod (deploy/fleet/rbac.yaml)" \
-  bash -c "[[ \$(kubectl --kubeconfig='$ONCALL_KC' auth can-i create pods/portforward -n $AGENT_NS) == yes ]]"
-expect "and nothing on nodes/proxy" bash -c "[[ \$(kubectl --kubeconfig='$ONCALL_KC' auth can-i get nodes/proxy) == no ]]"
+  wait_for 30 "oncall's create pods/portforward" bash -c "[[ \$(kubectl --kubeconfig='$ONCALL_KC' auth can-i create pods --subresource=portforward -n $AGENT_NS) == yes ]]"
+# (`can-i VERB pods/NAME` asks about a pod named NAME: a subresource is --subresource)
+expect "and nothing on nodes/proxy" bash -c "[[ \$(kubectl --kubeconfig='$ONCALL_KC' auth can-i get nodes --subresource=proxy) == no ]]"
 
 # --- fleet triage -----------------------------------------------------------------------------
 fleet() { # fleet KUBECONFIG OUT ARGS...: the exit code
