@@ -15,6 +15,8 @@ import type { MetricsInputs } from './inputs.js';
 import { COLLECTORS, type Collector, type CollectorContext, type MetricsOptions, type TextWriter } from './registry.js';
 import { Scrape } from './scrape.js';
 
+const BLANK_LINE = Buffer.from('\n\n');
+
 export class NodeMetrics {
   readonly registry = new Registry();
   private current: Scrape | null = null;
@@ -41,19 +43,28 @@ export class NodeMetrics {
     }
   }
 
-  /** One scrape: every collector shares its reads; concurrent scrapes share one result. */
-  metrics(): Promise<string> {
+  /**
+   * One scrape as the UTF-8 bytes of its text: every collector shares its reads; concurrent
+   * scrapes share one result. The collectors' pieces are copied once, into this one Buffer.
+   */
+  body(): Promise<Buffer> {
     return this.flights.do('scrape', async () => {
       const s = (this.current = new Scrape(this.inputs, this.deadlines));
       try {
         const [rest, ...texts] = await Promise.all([this.registry.metrics(), ...this.writers.map((w) => w(s))]);
-        let out = '';
-        for (const t of texts) out += `${t}\n\n`;
-        return out + rest;
+        const pieces: Buffer[] = [];
+        for (const t of texts) pieces.push(...(typeof t === 'string' ? [Buffer.from(t)] : t), BLANK_LINE);
+        pieces.push(Buffer.from(rest));
+        return Buffer.concat(pieces);
       } finally {
         this.current = null;
       }
     });
+  }
+
+  /** The same scrape as text. */
+  async metrics(): Promise<string> {
+    return (await this.body()).toString();
   }
 
   get contentType(): string {

@@ -44,8 +44,8 @@ export interface CollectorContext {
   inputs: ReadonlySet<ScrapeInput>;
 }
 
-/** Text a collector renders itself for one scrape, written ahead of prom-client's families. */
-export type TextWriter = (s: Scrape) => Promise<string>;
+/** Text a collector renders itself for one scrape, written ahead of prom-client's families: a string, or its UTF-8 bytes in chunks. */
+export type TextWriter = (s: Scrape) => Promise<string | readonly Buffer[]>;
 
 export interface Collector {
   name: string;

@@ -80,9 +80,19 @@ t.test('a big render yields between slices of bounded size, and the text is the 
       values = 0;
     },
   });
-  t.equal(sliced, whole, 'the same text');
+  t.ok(sliced.equals(whole), 'the same bytes');
   t.ok(perSlice.length >= Math.floor(whole.length / sliceChars) - 1, `${perSlice.length} yields for ${whole.length} characters`);
   // a series line is ~300 characters here: a 64 KiB slice holds at most ~220 of them
-  const line = Math.min(...whole.split('\n').filter((l) => !l.startsWith('#') && l).map((l) => l.length));
+  const line = Math.min(...whole.toString().split('\n').filter((l) => !l.startsWith('#') && l).map((l) => l.length));
   t.ok(Math.max(...perSlice) <= Math.ceil(sliceChars / line) + 1, `at most ${Math.max(...perSlice)} series between two yields`);
+});
+
+t.test('values are written as JS prints them, digit by digit or not', async (t) => {
+  const values = [0, 7, 10, 99, 1000, 4096, 2 ** 31, 2 ** 32 + 1, Number.MAX_SAFE_INTEGER, 2 ** 53, 1e21, 1.5, 0.000042, 1e-7, -3, -0.5, 123456789.125];
+  const recs = values.map((v, i) => ({ ...record(i + 1, {}), memory: { ...record(1, {}).memory, workingSet: v } }) as CgroupRecord);
+  const { series } = cgroupSeries(recs, null, 100);
+  const gauge = CGROUP_FAMILIES.filter((f) => f.name === 'container_memory_working_set_bytes');
+  const text = (await renderCgroupFamilies(gauge, series)).toString();
+  const written = text.split('\n').filter((l) => !l.startsWith('#')).map((l) => l.slice(l.lastIndexOf(' ') + 1));
+  t.same([...written].sort(), values.map((v) => `${v}`).sort()); // the series come in path order
 });

@@ -8,7 +8,7 @@ import { Gauge } from 'prom-client';
 import type { CgroupRecord } from '../../model/cgroup.js';
 import { cgroupSeries } from '../labels.js';
 import type { Collector } from '../registry.js';
-import { renderCgroupFamilies, type CgroupFamily } from '../render.js';
+import { renderCgroupChunks, type CgroupFamily } from '../render.js';
 
 export const MAX_CGROUP_SERIES = 2000;
 
@@ -101,7 +101,7 @@ export const cgroupsCollector: Collector = {
     });
     return async (s) => {
       const [recs, index] = await Promise.all([s.cgroups(), s.index()]);
-      return renderCgroupFamilies(CGROUP_FAMILIES, recs ? cgroupSeries(recs, index, max).series : []);
+      return renderCgroupChunks(CGROUP_FAMILIES, recs ? cgroupSeries(recs, index, max).series : []);
     };
   },
 };

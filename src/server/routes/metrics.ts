@@ -46,8 +46,8 @@ export const metricsRoutes: FastifyPluginAsyncZod<{ deps: AppDeps; inputs?: Metr
     },
     async (_req, reply) => {
       const m = await load();
-      const text = await m.metrics();
-      return reply.type(m.contentType).send(text);
+      const body = await m.body();
+      return reply.type(m.contentType).send(body);
     },
   );
 };
