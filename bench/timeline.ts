@@ -12,7 +12,9 @@
  * (sources and warnings of the last answer in full).
  * Run: nice -n 10 npx tsx bench/timeline.ts [records] [runs] [containers,...]
  * NODETRUTH_BENCH_DIST=<dir>/dist runs the agent from a build elsewhere (e.g. of a commit's
- * `git archive`, with proto/ and a node_modules link beside it) instead of building this dist/.
+ * `git archive`, with proto/ and a node_modules link beside it) instead of building this dist/;
+ * several, comma-separated, run one after the other at each scale over the same journal (a
+ * before/after in one run).
  * Prints a human summary on stderr and one JSON report on stdout.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -45,11 +47,11 @@ function cpuMs(pid: number): number {
 
 /**
  * journalctl over a host root with the argv the agent's timeline gives it (journalctlArgs of the
- * same query: units, window, --lines, export with the agent's --output-fields), timed by
+ * same query: units, window, --lines newest first, export with the agent's --output-fields), timed by
  * /usr/bin/time: wall s, user+sys s, max RSS MiB. `lines` null: the whole window.
  */
 function journalctl(root: string, sinceUs: number, untilUs: number, lines: number | null): { wallS: number; cpuS: number; maxRssMiB: number; argv: string } {
-  const argv = [`--root=${root}`, ...journalctlArgs(journalQuery({ units: [...TIMELINE_UNITS], sinceUs, untilUs, tailLines: lines }))];
+  const argv = [`--root=${root}`, ...journalctlArgs(journalQuery({ units: [...TIMELINE_UNITS], sinceUs, untilUs, tailLines: lines, reverse: lines !== null }))];
   const r = spawnSync('/usr/bin/time', ['-f', 'TIME %e %U %S %M', 'journalctl', ...argv], { encoding: 'utf8', stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 20 });
   const m = /TIME ([\d.]+) ([\d.]+) ([\d.]+) (\d+)/.exec(r.stderr ?? '');
   if (r.status !== 0 || !m) throw new Error(`journalctl ${argv.join(' ')}: exit ${r.status}: ${r.stderr}`);
@@ -58,9 +60,8 @@ function journalctl(root: string, sinceUs: number, untilUs: number, lines: numbe
 
 const FLAGS = ['--max-age', '0', '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--log-level', 'warn'];
 
-/** The FAKE node, its FAKE CRI and the agent (this dist/, or NODETRUTH_BENCH_DIST's), each a process. */
-async function startNode(pods: number): Promise<FakeNodeAgent> {
-  const dist = process.env.NODETRUTH_BENCH_DIST;
+/** The FAKE node, its FAKE CRI and the agent (this dist/, or `dist`), each a process. */
+async function startNode(pods: number, dist: string): Promise<FakeNodeAgent> {
   if (!dist) return fakeNodeAgent({ pods, perPod: PER_POD, journal: false, agentFlags: FLAGS });
   const host = await makeFakeScaleHost({ pods, perPod: PER_POD, journal: false });
   let cri: (Proc & { endpoint: string }) | undefined;
@@ -134,8 +135,9 @@ try {
   const generatedAt = Date.now();
   say(`generated ${n} journal records over the last hour in ${files} files: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
-  for (const containers of scales) {
-    const node = await startNode(Math.ceil(containers / PER_POD));
+  const dists = (process.env.NODETRUTH_BENCH_DIST ?? '').split(',');
+  for (const containers of scales) for (const dist of dists) {
+    const node = await startNode(Math.ceil(containers / PER_POD), dist);
     try {
       const jdir = path.join(node.host.root, 'var/log/journal', MACHINE_ID);
       mkdirSync(jdir, { recursive: true });
@@ -170,6 +172,7 @@ try {
       const nowUs = Date.now() * 1000;
       const scan = journalctl(node.host.root, nowUs - 3600e6, nowUs, JOURNAL_SCAN);
       const row = {
+        dist: dist || 'dist/',
         containers: node.host.node.containers.length,
         pods: node.host.node.pods.length,
         timeline: {
@@ -188,7 +191,7 @@ try {
         load: machine().load,
       };
       results.push(row);
-      say(`  ${row.containers} containers: /v1/timeline?since=1h p50 ${row.timeline.wallMsP50} ms (${row.timeline.wallMs.join(', ')}), agent CPU p50 ${row.timeline.agentCpuMsP50} ms; failed sources per run ${JSON.stringify(failed)}; RSS ${row.timeline.agentRssMiB.beforeFirstRequest} → ${row.timeline.agentRssMiB.afterRuns} MiB, VmHWM ${row.timeline.agentRssMiB.peakVmHWM} MiB; ${row.timeline.events} events, truncated ${row.timeline.truncated}; sources ${JSON.stringify(row.timeline.sourcesMs)}`);
+      say(`  ${row.dist}, ${row.containers} containers: /v1/timeline?since=1h p50 ${row.timeline.wallMsP50} ms (${row.timeline.wallMs.join(', ')}), agent CPU p50 ${row.timeline.agentCpuMsP50} ms; failed sources per run ${JSON.stringify(failed)}; RSS ${row.timeline.agentRssMiB.beforeFirstRequest} → ${row.timeline.agentRssMiB.afterRuns} MiB, VmHWM ${row.timeline.agentRssMiB.peakVmHWM} MiB; ${row.timeline.events} events, truncated ${row.timeline.truncated}; sources ${JSON.stringify(row.timeline.sourcesMs)}`);
       say(`  journalctl -n ${JOURNAL_SCAN}: ${scan.wallS} s wall, ${scan.cpuS} s CPU, max RSS ${scan.maxRssMiB} MiB; load ${row.load}`);
     } finally {
       await node.stop();
