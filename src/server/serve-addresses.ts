@@ -6,10 +6,12 @@
  * server's close and closeAllConnections reach those sockets too: nothing is configured
  * twice and nothing differs between addresses except where the bytes came in.
  *
- * Each further listener refuses connections past --max-connections on its own, as the
- * app's server does (Node closes them at accept, without an answer).
+ * --max-connections bounds the connections of every address together: a further listener
+ * closes a new connection at accept (no answer, as Node does on the app's own server) while
+ * the server holds that many, and the app's own server is left room for only what the
+ * further addresses do not hold.
  */
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { App } from './app.js';
 
 export interface ListenAddress {
@@ -46,6 +48,14 @@ export async function listenOnAll(app: App, addresses: readonly ListenAddress[],
   if (!first) throw new Error('listenOnAll: no address');
   await app.listen({ host: first.host, port: first.port });
   const extra: Server[] = [];
+  // every connection the server holds, whichever address it came in on; those handed over
+  const held = new Set<Socket>();
+  const handed = new Set<Socket>();
+  const room = () => (app.server.maxConnections = Math.max(0, maxConnections - handed.size));
+  const onConnection = (socket: Socket) => {
+    held.add(socket);
+    socket.once('close', () => held.delete(socket));
+  };
   const closeExtra = () =>
     Promise.all(
       extra.map(
@@ -56,10 +66,20 @@ export async function listenOnAll(app: App, addresses: readonly ListenAddress[],
           }),
       ),
     ).then(() => undefined);
+  if (more.length) app.server.on('connection', onConnection);
   try {
     for (const a of more) {
-      // handed over synchronously: the server's own socket handlers are the only ones, as on its own accepts
-      const s = createServer((socket) => void app.server.emit('connection', socket));
+      // handed over synchronously: the server's own socket handlers (and the count above) are the only ones, as on its own accepts
+      const s = createServer((socket) => {
+        if (held.size >= maxConnections) return void socket.destroy();
+        handed.add(socket);
+        room();
+        socket.once('close', () => {
+          handed.delete(socket);
+          room();
+        });
+        app.server.emit('connection', socket);
+      });
       s.maxConnections = maxConnections;
       // after listening, an accept error (EMFILE) is Node's to retry; it must not end the agent
       s.on('error', (err) => app.log.warn({ err: err.message, address: `${a.host}:${a.port}` }, 'listener error'));

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -105,4 +105,35 @@ t.test('nodetruth serve --listen A,B: the real command answers on both and stops
   child.kill('SIGTERM');
   const [code] = (await once(child, 'exit')) as [number | null];
   t.equal(code, 0, 'stopped cleanly');
+});
+
+/** One request on a fresh raw connection: 'answered' (kept open, returned to be ended) or 'closed' with no answer. */
+function ask(host: string, port: number): Promise<{ got: 'answered' | 'closed'; socket: import('node:net').Socket }> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port }, () => socket.write(`GET /healthz HTTP/1.1\r\nHost: ${host}:${port}\r\n\r\n`));
+    socket.once('data', () => resolve({ got: 'answered', socket }));
+    socket.once('close', () => resolve({ got: 'closed', socket }));
+    socket.on('error', () => {});
+  });
+}
+
+t.test('--max-connections bounds every address together', async (t) => {
+  const a = await testApp(['--listen', '127.0.0.1:0,127.0.0.2:0', '--max-connections', '2', '--host-root', dir]);
+  t.teardown(() => a.close());
+  const l = await listenOnAll(a.app, a.deps.config.listenAddresses, a.deps.config.maxConnections);
+  t.teardown(() => l.close());
+  const [one, two] = l.addresses;
+  // two held on the second address: the server is full, the first address refuses
+  const held = [await ask('127.0.0.2', two!.port), await ask('127.0.0.2', two!.port)];
+  t.same(held.map((h) => h.got), ['answered', 'answered']);
+  t.equal((await ask('127.0.0.1', one!.port)).got, 'closed', 'the first address: closed with no answer');
+  t.equal((await ask('127.0.0.2', two!.port)).got, 'closed', 'the second: closed with no answer');
+  // one ended: room for one more, on either address
+  held.pop()!.socket.destroy();
+  await new Promise((r) => setTimeout(r, 100));
+  const again = await ask('127.0.0.1', one!.port);
+  t.equal(again.got, 'answered', 'room again after one ended');
+  // now one on each: full the other way round
+  t.equal((await ask('127.0.0.2', two!.port)).got, 'closed', 'held on the first address counts on the second');
+  for (const h of [...held, again]) h.socket.destroy();
 });
