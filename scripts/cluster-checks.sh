@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The end-to-end checks against real Kubernetes components (scripts/dev-cluster.sh), per
 # guest suite: up, check, attach-check with the release's kubectl (and again with the
-# machine's own kubectl when it has one), daemonset-check, fleet-check (with
-# NODETRUTH_FLEET_CHECK=1), drift-check, then down. A suite
+# machine's own kubectl when it has one), daemonset-check, fleet-check, drift-check, then
+# down. A suite
 # whose `up` fails skips its checks; every check runs even when an earlier one failed; the
 # cluster is always taken down (trap). Exits non-zero when anything failed.
 #
@@ -48,8 +48,7 @@ for suite in $SUITES; do
       step "$suite" "attach-check (own kubectl $own)" attach-check --kubectl "$own" || true
     fi
     step "$suite" daemonset-check daemonset-check || true
-    # the fleet command's own check: opt-in until it has passed against a real cluster
-    if [[ ${NODETRUTH_FLEET_CHECK:-0} = 1 ]]; then step "$suite" fleet-check fleet-check || true; fi
+    step "$suite" fleet-check fleet-check || true
     step "$suite" drift-check drift-check || true
   fi
   step "$suite" down down || true
