@@ -80,7 +80,8 @@ export function triageSources(s: Sources, self: Self = { cgroupFile: '/proc/self
       return { kills: r.kills, warnings: r.warnings };
     },
     async kubeletJournal(sinceUs, signal) {
-      const r = await s.journal.query(journalQuery({ units: ['kubelet.service'], sinceUs, tailLines: THRESHOLDS.journalMaxEntries }), signal);
+      // newest first: with --since, journalctl counts --lines from the window's oldest record
+      const r = await s.journal.query(journalQuery({ units: ['kubelet.service'], sinceUs, tailLines: THRESHOLDS.journalMaxEntries, reverse: true }), signal);
       return { records: r.records, truncated: r.truncated, warnings: r.warnings };
     },
     kernel: (signal, ring) => kernelProblems.read(signal, ring),

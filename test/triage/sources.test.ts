@@ -138,3 +138,48 @@ t.test("the agent's own container is not a throttling finding: the measuring is 
   t.equal(ownCgroup(selfFile('0::/../../kubepods.slice\n')), null, 'a path outside its namespace is not a host path');
   t.equal(ownCgroup(path.join(node.root, 'missing')), null);
 });
+
+t.test('the kubelet journal source reads the window\'s newest records: a PLEG error after 20,000 info lines is found', async (t) => {
+  const { existsSync, mkdirSync } = await import('node:fs');
+  const { exportEntry, JOURNAL_REMOTE, MACHINE_ID, writeJournal } = await import('../fixtures/journal/gen.js');
+  const { THRESHOLDS } = await import('../../src/rules/thresholds.js');
+  if (!existsSync(JOURNAL_REMOTE)) return t.skip(`${JOURNAL_REMOTE} is not installed: no real journal can be written`);
+  // journalctl 252 seeks to --since and counts --lines from there: read forward, a window holding
+  // more than journalMaxEntries records gives its oldest ones, and the newest error is never seen
+  const n = THRESHOLDS.journalMaxEntries + 1;
+  const nowUs = Date.now() * 1000;
+  const first = nowUs - 5 * 60_000_000;
+  const step = Math.floor((5 * 60_000_000 - 1_000_000) / n);
+  const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-triage-journal-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  mkdirSync(path.join(root, 'var/log/pods'), { recursive: true });
+  await writeJournal(
+    path.join(root, 'var/log/journal'),
+    'system',
+    (function* () {
+      for (let i = 0; i < n; i++) {
+        const text = i === n - 1 ? 'E1202 08:00:00.000000     700 kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0s ago"' : `I1202 08:00:00.000000     700 kubelet.go:2400] "SyncLoop (probe)" seq=${i}`;
+        yield exportEntry([
+          ['__REALTIME_TIMESTAMP', String(first + i * step)],
+          ['__MONOTONIC_TIMESTAMP', String(1_000_000 + i * step)],
+          ['_BOOT_ID', '13aee3a87a774e2d9686f3c19d408b06'],
+          ['_MACHINE_ID', MACHINE_ID],
+          ['_HOSTNAME', 'node1'],
+          ['_TRANSPORT', 'stdout'],
+          ['_SYSTEMD_UNIT', 'kubelet.service'],
+          ['SYSLOG_IDENTIFIER', 'kubelet'],
+          ['_COMM', 'kubelet'],
+          ['_PID', '700'],
+          ['PRIORITY', '6'],
+          ['MESSAGE', text],
+        ]);
+      }
+    })(),
+  );
+  const agent = await testApp(['--host-root', root, '--cri-endpoint', 'unix:///nonexistent/cri.sock', '--kmsg-path', path.join(root, 'none')]);
+  t.teardown(() => agent.close());
+  const r = await triageSources(agent.deps).kubeletJournal(first - 1, AbortSignal.timeout(60_000));
+  t.equal(r.records.length, THRESHOLDS.journalMaxEntries, 'bounded as before');
+  t.match(r.records.at(-1)?.message, /PLEG is not healthy/, 'the newest record is in it, last (oldest first)');
+  t.ok(r.records[0]!.time < r.records.at(-1)!.time, 'oldest first');
+});
