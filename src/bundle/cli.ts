@@ -11,6 +11,7 @@ import { createLogger } from '../agent.js';
 import { closeSources, createSources } from '../sources.js';
 import { ConfigError, loadConfig, type Config } from '../config.js';
 import { buildApp } from '../server/app.js';
+import { listenOnAll, type Listening } from '../server/serve-addresses.js';
 import { EXIT_CODES, renderText } from '../triage/report.js';
 import { redactText } from '../redact.js';
 import { escapeTerminal } from '../format.js';
@@ -117,17 +118,23 @@ export async function serveBundleMain(argv: string[]): Promise<void> {
   const shutdown = new AbortController();
   const deps = { ...createSources(cfg, log), shutdown: shutdown.signal };
   const app = await buildBundleApp(bundle, deps);
+  let listening: Listening | null = null;
   const stop = async () => {
     shutdown.abort();
     const t = setTimeout(() => process.exit(0), 4000);
     t.unref();
+    // the further addresses stop accepting first; the app's close ends their sockets with its own
+    const extraClosed = listening?.close();
     await app.close();
+    await extraClosed;
     closeSources(deps);
   };
   process.once('SIGTERM', () => void stop());
   process.once('SIGINT', () => void stop());
-  await app.listen({ host: cfg.listen.host, port: cfg.listen.port });
-  log.info({ bundle: file, node: bundle.manifest.node, capturedAt: bundle.manifest.capturedAt }, bundleBanner(bundle));
+  // every --listen address, as `serve` does
+  listening = await listenOnAll(app, cfg.listenAddresses, cfg.maxConnections);
+  const listen = listening.addresses.map((a) => (a.host.includes(':') ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`));
+  log.info({ bundle: file, node: bundle.manifest.node, capturedAt: bundle.manifest.capturedAt, listen }, bundleBanner(bundle));
 }
 
 /**

@@ -137,3 +137,30 @@ t.test('--max-connections bounds every address together', async (t) => {
   t.equal((await ask('127.0.0.2', two!.port)).got, 'closed', 'held on the first address counts on the second');
   for (const h of [...held, again]) h.socket.destroy();
 });
+
+t.test('nodetruth serve --bundle FILE --listen A,B: the bundle answered on both addresses', async (t) => {
+  const [p1, p2] = [await freePort(), await freePort()];
+  const cli = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+  const bundle = fileURLToPath(new URL('../../examples/fake-node.tar.gz', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'serve', '--bundle', bundle, '--listen', `127.0.0.1:${p1},127.0.0.2:${p2}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+  const banner = () => out.split('\n').find((l) => l.includes('"bundle"') && l.includes('"listen"'));
+  for (let i = 0; i < 600 && !banner(); i++) {
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  t.ok(banner(), banner() ? 'the start-up line' : `no start-up line: ${out.slice(-2000)}`);
+  t.same((JSON.parse(banner()!) as { listen: string[] }).listen, [`127.0.0.1:${p1}`, `127.0.0.2:${p2}`]);
+  for (const [host, port] of [['127.0.0.1', p1], ['127.0.0.2', p2]] as const) {
+    const r = await getText(`http://${host}:${port}/v1/node`);
+    t.equal(r.status, 200, `${host}: the bundle's /v1/node`);
+  }
+  child.kill('SIGTERM');
+  const [code] = (await once(child, 'exit')) as [number | null];
+  t.equal(code, 0, 'stopped cleanly');
+});
