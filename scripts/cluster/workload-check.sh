@@ -26,6 +26,8 @@
 # Run: bash scripts/dev-cluster.sh workload-check (after daemonset-check)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# all of it parsed before it runs (one block): the file may be edited while a run waits on the node
+{
 
 DIR=${NODETRUTH_DEV_CLUSTER_DIR:?set by scripts/dev-cluster.sh workload-check}
 NODE=${NODETRUTH_DEV_NODE:-node1}
@@ -92,7 +94,10 @@ pf_start
 openssl s_client -connect "127.0.0.1:$LPORT" </dev/null 2>/dev/null | openssl x509 >"$WORK/agent-cert.pem" 2>/dev/null || true
 [[ -s $WORK/agent-cert.pem ]] || die "no certificate through the port-forward to $AGENT_NS/$POD:7071"
 
-# a caller holding nodetruth-reader, nothing else
+# a caller holding nodetruth-reader, nothing else (in a namespace of its own: a previous
+# run's may still be terminating)
+wait_for 600 "namespace $NS of a previous run gone" bash -c "! kubectl get namespace $NS" ||
+  die "namespace $NS is still there (terminating?)"
 kubectl apply -f "$MANIFESTS/namespace.yaml" >/dev/null
 kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
@@ -161,6 +166,17 @@ if [[ -n $KILL ]]; then
     jq -e '.process == "dd" and .constraint == "CONSTRAINT_MEMCG" and .global == false and .memcgLimitKb == 32768' <<<"$KILL"
   expect "/v1/oom: read from /dev/kmsg with a sequence number, systemd cgroup path" \
     jq -e '.evidence.source == "kmsg" and (.evidence.firstSeq | type == "number") and .cgroupDriver == "systemd"' <<<"$KILL"
+  # kubelet sets memory.oom.group=1 on every container: the kernel then reports the kill of
+  # each task of the group again ("Tasks in <cgroup> are going to be killed due to
+  # memory.oom.group set", "Killed process" once more), which /v1/oom answers as a second,
+  # unattributed kill. Reported as a TAP TODO: not counted as a failure until it is fixed.
+  same=$(jq --argjson p "$(jq .pid <<<"$KILL")" --argjson s "$(jq .evidence.firstSeq <<<"$KILL")" '[.kills[] | select(.pid == $p and .evidence.firstSeq == $s)] | length' "$WORK/oom.json")
+  TAP_N=$((TAP_N + 1))
+  if [[ $same == 1 ]]; then
+    echo "ok $TAP_N - /v1/oom: the kill reported once"
+  else
+    echo "not ok $TAP_N - /v1/oom: the kill reported once ($same kills of pid $(jq .pid <<<"$KILL") from one report, the others unattributed) # TODO memory.oom.group's second Killed process line"
+  fi
 else
   tap FAIL "/v1/oom: the kernel's kill of container $OOM_CID" "$(head -c 1500 "$WORK/oom.json")"
 fi
@@ -195,42 +211,49 @@ expect "kubelet: crashloop's last run exited 1 ($(jq -c '.status.containerStatus
   jq -e '.status.containerStatuses[0].lastState.terminated.exitCode == 1 or .status.containerStatuses[0].state.terminated.exitCode == 1' "$WORK/crashloop.json"
 
 # /v1/triage: the three findings in one snapshot (the throttling measured over 2 s)
-finding() { # finding ID POD: the finding of that id whose subject is $NS/POD
-  jq -c --arg id "$1" --arg ns "$NS" --arg p "$2" '[.findings[] | select(.id == $id and .subject.namespace == $ns and .subject.pod == $p)][0] // empty' "$WORK/triage.json"
+finding() { # finding ID POD-UID: the finding of that id about that pod (its subject's names asserted apart)
+  jq -c --arg id "$1" --arg u "$2" '[.findings[] | select(.id == $id and .subject.podUid == $u)][0] // empty' "$WORK/triage.json"
 }
 for ((i = 0; i < 30; i++)); do
   if [[ $(agent_get '/v1/triage?window=2s' "$WORK/triage.json") == 200 ]] &&
-    [[ -n $(finding oom-kill oom-victim) && -n $(finding crash-loop crashloop) && -n $(finding cpu-throttling spinner) ]]; then
+    [[ -n $(finding oom-kill "$OOM_UID") && -n $(finding crash-loop "$CRASH_UID") && -n $(finding cpu-throttling "$SPIN_UID") ]]; then
     break
   fi
   sleep 10
 done
 triage_ids=$(jq -c '[.findings[] | {id, pod: .subject.pod}]' "$WORK/triage.json" 2>/dev/null | head -c 1500)
-F=$(finding oom-kill oom-victim) || true
+F=$(finding oom-kill "$OOM_UID") || true
 if [[ -n $F ]]; then
   tap OK "/v1/triage oom-kill: $(jq -r .title <<<"$F")"
   expect "/v1/triage oom-kill: subject $NS/oom-victim container hog, its pod UID and container ID" \
-    jq -e --arg u "$OOM_UID" --arg c "$OOM_CID" '.subject.container == "hog" and .subject.podUid == $u and .subject.containerId == $c' <<<"$F"
+    jq -e --arg ns "$NS" --arg c "$OOM_CID" '.subject.namespace == $ns and .subject.pod == "oom-victim" and .subject.container == "hog" and .subject.containerId == $c' <<<"$F"
 else
   tap FAIL "/v1/triage: an oom-kill finding for $NS/oom-victim" "$triage_ids"
 fi
-F=$(finding crash-loop crashloop) || true
+F=$(finding crash-loop "$CRASH_UID") || true
 if [[ -n $F ]]; then
   tap OK "/v1/triage crash-loop: $(jq -r '.title + ": " + .detail' <<<"$F" | head -c 300)"
   expect "/v1/triage crash-loop: subject $NS/crashloop container crash (pod UID $CRASH_UID)" \
-    jq -e --arg u "$CRASH_UID" '.subject.container == "crash" and .subject.podUid == $u' <<<"$F"
+    jq -e --arg ns "$NS" '.subject.namespace == $ns and .subject.pod == "crashloop" and .subject.container == "crash"' <<<"$F"
 else
   tap FAIL "/v1/triage: a crash-loop finding for $NS/crashloop" "$triage_ids"
 fi
-F=$(finding cpu-throttling spinner) || true
+F=$(finding cpu-throttling "$SPIN_UID") || true
 if [[ -n $F ]]; then
   tap OK "/v1/triage cpu-throttling: $(jq -r .title <<<"$F")"
+  expect "/v1/triage cpu-throttling: subject $NS/spinner container spin" \
+    jq -e --arg ns "$NS" --arg c "$SPIN_CID" '.subject.namespace == $ns and .subject.pod == "spinner" and .subject.container == "spin" and .subject.containerId == $c' <<<"$F"
 else
   tap FAIL "/v1/triage: a cpu-throttling finding for $NS/spinner" "$triage_ids"
 fi
 
 # /v1/timeline of the crash loop: each attempt the runtime still holds, created, started, exited 1
-code=$(agent_get "/v1/timeline?pod=$NS/crashloop&since=30m" "$WORK/timeline.json")
+# (the runtime and the API server's Events only; asked again while the runtime misses its deadline)
+for ((i = 0; i < 20; i++)); do
+  code=$(agent_get "/v1/timeline?pod=$NS/crashloop&since=30m&source=runtime&source=kube" "$WORK/timeline.json")
+  [[ $code == 200 ]] && jq -e '.sources.runtime.ok == true and .sources.kube.ok == true' "$WORK/timeline.json" >/dev/null && break
+  sleep 10
+done
 if [[ $code == 200 ]]; then
   tap OK "/v1/timeline?pod=$NS/crashloop: $(jq -c '[.events[] | .kind] | group_by(.) | map({(.[0]): length}) | add' "$WORK/timeline.json")"
   ev() { jq -c --arg k "$1" --arg u "$CRASH_UID" '[.events[] | select(.kind == $k and .pod.uid == $u and .container.name == "crash")]' "$WORK/timeline.json"; }
@@ -242,6 +265,8 @@ if [[ $code == 200 ]]; then
     [.events[] | select(.pod.uid == $u and .container.name == "crash")] | group_by(.container.attempt)
     | any(.[]; (map(.kind) | index("container-created")) as $c | (map(.kind) | index("container-started")) as $s
       | (map(.kind) | index("container-exited")) as $e | $c != null and $s != null and $e != null and $c < $s and $s <= $e)' "$WORK/timeline.json"
+  expect "timeline: kubelet's BackOff Event of the pod, from the API server ($(jq -c '[.events[] | select(.source == "kube" and .kind == "event-back-off") | .summary][0]' "$WORK/timeline.json" | head -c 200))" \
+    jq -e 'any(.events[]; .source == "kube" and .kind == "event-back-off")' "$WORK/timeline.json"
   expect "timeline: only $NS/crashloop's events" jq -e --arg u "$CRASH_UID" 'all(.events[]; .pod == null or .pod.uid == $u or .pod.uid == null)' "$WORK/timeline.json"
 else
   tap FAIL "/v1/timeline?pod=$NS/crashloop: $code" "$(head -c 800 "$WORK/timeline.json")"
@@ -278,6 +303,11 @@ else
   tap FAIL "attach $NODE --capture -o FILE: exit $rc" "$(tail -n 10 "$WORK/attach.err")"
 fi
 if [[ -s $BUNDLE ]]; then
+  # the route answers the capture took through the agent's own app, with their status
+  tar xzf "$BUNDLE" -O manifest.json >"$WORK/bundle-manifest.json" 2>/dev/null || true
+  routes=$(jq -c '[.sections[] | select(.kind == "route") | {(.name): (.status // .error)}] | add // {}' "$WORK/bundle-manifest.json" 2>/dev/null)
+  expect "the bundle holds /v1/oom's answer, 200 (its routes: $(head -c 300 <<<"$routes"))" \
+    jq -e 'any(.sections[]; .kind == "route" and .name == "/v1/oom" and .status == 200)' "$WORK/bundle-manifest.json"
   SPORT=$("$NODE_BIN" -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
   "$NODE_BIN" dist/cli.js serve --bundle "$BUNDLE" --listen "127.0.0.1:$SPORT" >"$WORK/serve.log" 2>&1 &
   SERVE_PID=$!
@@ -303,3 +333,5 @@ if ((TAP_FAILED)); then
   exit 1
 fi
 log "passed: $TAP_N of $TAP_N in $(since "$t0") s"
+exit 0
+}
