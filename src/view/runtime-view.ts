@@ -1,8 +1,9 @@
-import type { Container, ContainerStatus, PodSandbox } from '../model/runtime.js';
+import type { Container, PodSandbox } from '../model/runtime.js';
 import { isSourceError, RUNTIME_DOWN } from '../readers/errors.js';
 import { mapLimit, SingleFlight } from '../lib/concurrency.js';
 import { mapSliced, nextTurn } from '../lib/turns.js';
 import type { CriClient } from '../readers/cri/client.js';
+import type { ContainerEnd } from '../readers/cri/normalize.js';
 import type { RuntimeIndex, RuntimeIndexSource } from './runtime-index.js';
 import { resolvePrefix } from '../readers/cri/ids.js';
 
@@ -35,7 +36,7 @@ export const ROW_SLICE = 500;
  * container's status, for as long as the runtime lists the container.
  */
 export class RuntimeView {
-  private readonly exited = new Map<string, ContainerStatus>();
+  private readonly exited = new Map<string, ContainerEnd>();
   private readonly flights = new SingleFlight();
 
   /** `index`: the lists every other reader of the runtime shares (view/runtime-index.ts) */
@@ -89,11 +90,11 @@ export class RuntimeView {
     return mapSliced(containers, (c, i) => toRow(c, index, statuses[i]!), { maxItems: ROW_SLICE, pause: this.pause });
   }
 
-  private async statusOf(c: Container): Promise<{ status: ContainerStatus | null; error: string | null }> {
+  private async statusOf(c: Container): Promise<{ status: ContainerEnd | null; error: string | null }> {
     const kept = c.state === 'CONTAINER_EXITED' ? this.exited.get(c.id) : undefined;
     if (kept) return { status: kept, error: null };
     try {
-      const status = await this.flights.do(`status:${c.id}`, () => this.cri.containerStatus(c.id, false));
+      const status = await this.flights.do(`status:${c.id}`, () => this.cri.containerEnd(c.id));
       if (c.state === 'CONTAINER_EXITED') this.exited.set(c.id, status);
       return { status, error: null };
     } catch (err) {
@@ -108,7 +109,7 @@ export class RuntimeView {
   }
 }
 
-function toRow(c: Container, index: RuntimeIndex, { status: s, error }: { status: ContainerStatus | null; error: string | null }): ContainerRow {
+function toRow(c: Container, index: RuntimeIndex, { status: s, error }: { status: ContainerEnd | null; error: string | null }): ContainerRow {
   const pod = index.podOf(c);
   return {
     ...c,

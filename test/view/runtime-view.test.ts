@@ -77,8 +77,8 @@ t.test('once its reading is released no running container\'s status is held; an 
   /** every status the runtime answered, watched: a full GC clears what nothing holds */
   const answered: { state: string; ref: WeakRef<object> }[] = [];
   class Watched extends CriClient {
-    override async containerStatus(id: string, verbose = false) {
-      const status = await super.containerStatus(id, verbose);
+    override async containerEnd(id: string) {
+      const status = await super.containerEnd(id);
       answered.push({ state: String(status.state), ref: new WeakRef(status) });
       return status;
     }

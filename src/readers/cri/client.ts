@@ -11,6 +11,8 @@ import type {
 } from '../../model/runtime.js';
 import { mapCriError } from './errors.js';
 import {
+  type ContainerEnd,
+  toContainerEnd,
   toContainers,
   toContainerStatus,
   toImage,
@@ -107,6 +109,19 @@ export class CriClient {
     return toContainerStatus(await this.call(this.runtime, 'ContainerStatus', { containerId: id, verbose }));
   }
 
+  /**
+   * ContainerStatus (not verbose) read for a list row: only the fields of ContainerEnd are
+   * decoded, the rest of the message (labels, annotations, mounts) is skipped on the wire.
+   */
+  async containerEnd(id: string): Promise<ContainerEnd> {
+    const { path, serialize, deserialize } = criServices().containerEnd;
+    return toContainerEnd(
+      await this.call<object>(this.runtime, 'ContainerStatus', { containerId: id, verbose: false }, (client, request, options, done) =>
+        client.makeUnaryRequest(path, serialize, deserialize, request, options, done),
+      ),
+    );
+  }
+
   async listImages(): Promise<Image[]> {
     const res = await this.call<{ images: unknown[] }>(this.images, 'ListImages', {});
     return res.images.map(toImage);
@@ -116,20 +131,23 @@ export class CriClient {
     return toImageFsInfo(await this.call(this.images, 'ImageFsInfo', {}));
   }
 
-  private call<T>(client: grpc.Client, method: string, request: object): Promise<T> {
+  /** `invoke`: how the call is made, when not by the service's own method (a reduced decoder) */
+  private call<T>(client: grpc.Client, method: string, request: object, invoke?: Invoke): Promise<T> {
     const started = process.hrtime.bigint();
-    const fn = (client as unknown as Record<string, Function>)[method]!;
+    const fn: Invoke = invoke ?? ((c, req, options, done) => (c as unknown as Record<string, Function>)[method]!.call(c, req, options, done));
     return new Promise<T>((resolve, reject) => {
-      fn.call(client, request, { deadline: Date.now() + this.timeoutMs }, (err: grpc.ServiceError | null, res: T) => {
+      fn(client, request, { deadline: Date.now() + this.timeoutMs }, (err: grpc.ServiceError | null, res?: unknown) => {
         const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         const code = err ? (grpc.status[err.code] ?? String(err.code)) : 'OK';
         for (const observe of this.observers) observe(method, code, seconds);
         if (err) reject(mapCriError(err, method, this.socketPath, this.timeoutMs));
-        else resolve(res);
+        else resolve(res as T);
       });
     });
   }
 }
+
+type Invoke = (client: grpc.Client, request: object, options: grpc.CallOptions, done: (err: grpc.ServiceError | null, res?: unknown) => void) => unknown;
 
 function wireFilter(f: ContainerFilter | PodSandboxFilter): object | undefined {
   const out: Record<string, unknown> = {};

@@ -124,6 +124,22 @@ export function toContainer(c: Wire): Container {
   };
 }
 
+/** What a list row takes from ContainerStatus: how the container ran and ended. */
+export type ContainerEnd = Pick<ContainerStatus, 'id' | 'state' | 'startedAt' | 'finishedAt' | 'exitCode' | 'reason'>;
+
+/** ContainerStatus as decoded by the reduced type of proto.ts (`containerEnd`): the same values toContainerStatus gives these fields. */
+export function toContainerEnd(res: Wire): ContainerEnd {
+  const s = res.status ?? {};
+  return {
+    id: s.id,
+    state: s.state as ContainerState,
+    startedAt: nanosToRfc3339(s.startedAt),
+    finishedAt: nanosToRfc3339(s.finishedAt),
+    exitCode: num(s.exitCode),
+    reason: s.reason ?? '',
+  };
+}
+
 export function toContainerStatus(res: Wire): ContainerStatus {
   const s = res.status ?? {};
   const r = s.resources?.linux;

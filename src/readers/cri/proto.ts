@@ -25,13 +25,40 @@ export const PROTO_OPTIONS: Options = {
 };
 
 type ServiceCtor = grpc.ServiceClientConstructor;
-let cached: { RuntimeService: ServiceCtor; ImageService: ServiceCtor } | undefined;
+let cached: { RuntimeService: ServiceCtor; ImageService: ServiceCtor; containerEnd: UnaryCoder } | undefined;
 
-export function criServices(): { RuntimeService: ServiceCtor; ImageService: ServiceCtor } {
+/** How one unary call's messages are written and read, for grpc.Client.makeUnaryRequest. */
+export interface UnaryCoder {
+  path: string;
+  serialize: (value: object) => Buffer;
+  deserialize: (bytes: Buffer) => object;
+}
+
+export function criServices(): { RuntimeService: ServiceCtor; ImageService: ServiceCtor; containerEnd: UnaryCoder } {
   if (!cached) {
     const root = protobuf.Root.fromJSON(JSON.parse(readFileSync(CRI_DESCRIPTOR_PATH, 'utf8')) as protobuf.INamespace);
+    // ContainerStatus as a list row reads it: the fields it keeps, under their wire numbers; a
+    // decoder skips the fields its type does not name (labels, annotations, mounts, info) unread
+    const end = new protobuf.Type('ContainerEnd')
+      .add(new protobuf.Field('id', 1, 'string'))
+      .add(new protobuf.Field('state', 3, 'runtime.v1.ContainerState'))
+      .add(new protobuf.Field('startedAt', 5, 'int64'))
+      .add(new protobuf.Field('finishedAt', 6, 'int64'))
+      .add(new protobuf.Field('exitCode', 7, 'int32'))
+      .add(new protobuf.Field('reason', 10, 'string'));
+    const endResponse = new protobuf.Type('ContainerEndResponse').add(new protobuf.Field('status', 1, 'ContainerEnd'));
+    root.define('nodetruth.reduced').add(end).add(endResponse);
     root.resolveAll();
-    cached = { RuntimeService: serviceClient(root.lookupService('runtime.v1.RuntimeService')), ImageService: serviceClient(root.lookupService('runtime.v1.ImageService')) };
+    const runtime = root.lookupService('runtime.v1.RuntimeService');
+    cached = {
+      RuntimeService: serviceClient(runtime),
+      ImageService: serviceClient(root.lookupService('runtime.v1.ImageService')),
+      containerEnd: {
+        path: `/${runtime.fullName.slice(1)}/ContainerStatus`,
+        serialize: serializer(root.lookupType('runtime.v1.ContainerStatusRequest')),
+        deserialize: deserializer(endResponse),
+      },
+    };
   }
   return cached;
 }
