@@ -7,6 +7,7 @@
  *   npx tsx bench/all.ts [containers=100,1000,3000] [loadSeconds=30] [rounds=7]
  *   NODETRUTH_BENCH_NODE_ARGS='--max-semi-space-size=2'  node flags for the agent
  *   NODETRUTH_BENCH_AGENT_ENV='NODE_COMPILE_CACHE=/tmp/x'  environment for the agent
+ *   NODETRUTH_BENCH_BUNDLE=/tmp/before/dist/nodetruth.mjs  another build's bundle (a before/after pair)
  *
  * Per size, in this order (one agent process for the whole size, so the RSS figures
  * are one process's history):
@@ -20,7 +21,8 @@
  *  6. RSS idle after that round: 5 s after the last answer;
  *  7. load: autocannon, 50 connections, `loadSeconds`, a random pick per request among
  *     /v1/containers, /v1/cgroups, /metrics, /v1/node; p50/p99, req/s, errors by status;
- *     RSS sampled every 250 ms and VmHWM (the process's peak since start);
+ *     RSS sampled every 250 ms and VmHWM (the process's peak since start); the agent's CPU
+ *     per answer (on a loaded machine the one comparable throughput figure);
  *  8. the event loop's longest delay since start (nodetruth_eventloop_delay_max_seconds)
  *     after step 6 and after the load.
  * Baselines run in this (the bench) process, which competes for the same 2 cores.
@@ -54,6 +56,11 @@ const agentEnv = Object.fromEntries(
 );
 const LOAD_ROUTES = ['/v1/containers', '/v1/cgroups', '/metrics', '/v1/node'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** a process's CPU time so far (utime + stime, ms) */
+const cpuMsOf = (pid: number) => {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
 
 function agentFlags(host: FakeScaleHost, endpoint: string): string[] {
   // a 10 s CRI deadline: on this shared machine (load 10-20) the FAKE runtime, in its own process,
@@ -194,6 +201,7 @@ async function measure(containers: number) {
       return LOAD_ROUTES[(seed >>> 0) % LOAD_ROUTES.length]!;
     };
     const loadMachine = machine().load;
+    const cpuBeforeLoad = cpuMsOf(agent.pid);
     const result = await autocannon({
       url,
       connections: 50,
@@ -215,6 +223,7 @@ async function measure(containers: number) {
       ],
     });
     clearInterval(sampler);
+    const cpuLoadMs = cpuMsOf(agent.pid) - cpuBeforeLoad;
     const loopAfterLoad = await loopMaxMs(url);
     await sleep(5000);
     const rssAfterLoad = rssBytes(agent.pid);
@@ -241,6 +250,9 @@ async function measure(containers: number) {
         machineLoadAtStart: loadMachine,
         requests: result.requests.total,
         reqPerSec: round(result.requests.total / loadSeconds, 1),
+        // the agent's CPU (user + system) per answer: comparable between runs on a loaded machine, where req/s is not
+        agentCpuMsPerRequest: round(cpuLoadMs / Math.max(1, result.requests.total), 2),
+        agentCpuShare: round(cpuLoadMs / (loadSeconds * 1000), 2),
         latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
         errors: { socket: result.errors, timeouts: result.timeouts, non2xx: result.non2xx },
         byStatusAndRoute: Object.fromEntries([...statuses].sort()),
@@ -263,7 +275,7 @@ for (const n of sizes) {
   process.stderr.write(`${JSON.stringify(fig)}\n`);
   out.push(fig);
 }
-report('all', `${nodeArgs.length ? `NODETRUTH_BENCH_NODE_ARGS='${nodeArgs.join(' ')}' ` : ''}${Object.keys(agentEnv).length ? `NODETRUTH_BENCH_AGENT_ENV='${process.env.NODETRUTH_BENCH_AGENT_ENV}' ` : ''}npx tsx bench/all.ts ${sizes.join(',')} ${loadSeconds} ${rounds}`, {
+report('all', `${process.env.NODETRUTH_BENCH_BUNDLE ? `NODETRUTH_BENCH_BUNDLE=${process.env.NODETRUTH_BENCH_BUNDLE} ` : ''}${nodeArgs.length ? `NODETRUTH_BENCH_NODE_ARGS='${nodeArgs.join(' ')}' ` : ''}${Object.keys(agentEnv).length ? `NODETRUTH_BENCH_AGENT_ENV='${process.env.NODETRUTH_BENCH_AGENT_ENV}' ` : ''}npx tsx bench/all.ts ${sizes.join(',')} ${loadSeconds} ${rounds}`, {
   nodeArgs,
   agentEnv,
   uptimeAtEnd: readFileSync('/proc/loadavg', 'utf8').trim(),

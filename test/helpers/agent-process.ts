@@ -14,7 +14,8 @@ import type { FakeScaleHost, FakeScaleOptions } from '../fixtures/fake-node.js';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 /** The agent as shipped (scripts/bundle.mjs: the image's entry and the package's bin). */
-export const BUNDLE = path.join(REPO, 'dist/nodetruth.mjs');
+/** The shipped bundle; NODETRUTH_BENCH_BUNDLE names another build's (a bench's before/after pair). */
+export const BUNDLE = process.env.NODETRUTH_BENCH_BUNDLE || path.join(REPO, 'dist/nodetruth.mjs');
 
 export interface Proc {
   child: ChildProcess;
