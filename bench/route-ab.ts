@@ -28,7 +28,7 @@ const cpuMs = (pid: number) => {
   const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) * 10;
 };
-const builds = (process.env.NODETRUTH_AB ?? '').split(',').filter(Boolean).map((s) => s.split('=') as [string, string]);
+const builds = (process.env.NODETRUTH_AB ?? '').split(',').filter(Boolean).map((s) => [s.slice(0, s.indexOf('=')), s.slice(s.indexOf('=') + 1)] as [string, string]);
 if (builds.length === 0) throw new Error('NODETRUTH_AB="name=path/to/nodetruth.mjs,..." is required');
 const [containers = 1000, rounds = 11] = process.argv.slice(2, 4).map(Number);
 const routes = (process.argv[4] ?? '/v1/containers,/v1/cgroups').split(',');
@@ -41,9 +41,11 @@ const { RuntimeService } = criServices();
 const raw = new RuntimeService(`unix:${cri.endpoint.replace(/^unix:\/\//, '')}`, grpc.credentials.createInsecure(), { 'grpc.max_receive_message_length': 64 * 1024 * 1024 });
 try {
   const agents: { name: string; url: string; pid: number }[] = [];
-  for (const [name, bundle] of builds) {
+  for (const [name, spec] of builds) {
+    // `path+--node-flag+...`: node flags for this agent (before the bundle)
+    const [bundle, ...nodeFlags] = spec.split('+');
     const port = await freePort();
-    const child = spawn(process.execPath, [bundle, 'serve', '--listen', `127.0.0.1:${port}`, ...flags], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const child = spawn(process.execPath, [...nodeFlags, bundle!, 'serve', '--listen', `127.0.0.1:${port}`, ...flags], { stdio: ['ignore', 'ignore', 'inherit'] });
     children.push(child);
     const url = `http://127.0.0.1:${port}`;
     for (let i = 0; ; i++) {
