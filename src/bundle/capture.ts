@@ -71,7 +71,7 @@ export interface CaptureOptions {
   maxBytes?: number;
   /** the command line, for the manifest */
   argv?: string[];
-  /** headers every injected request carries: the caller's Authorization and Host (GET /v1/bundle) */
+  /** headers every injected request carries: the caller's Authorization, Host and attach session token (GET /v1/bundle); never stored */
   headers?: Record<string, string>;
   signal?: AbortSignal;
   /** lines of each container's log route answer (default 100) */

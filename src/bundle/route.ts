@@ -5,6 +5,7 @@ import { Problem } from '../errors.js';
 import { agentRoutes, type AppDeps, type RouteTable } from '../server/app.js';
 import { exemptFromDeadline, requestSignal } from '../server/request-signal.js';
 import { query } from '../server/schemas.js';
+import { SESSION_HEADER } from '../server/plugins/session-secret.js';
 import { durationWithin } from '../validate.js';
 import type { CaptureFigures } from './capture.js';
 import { DEFAULT_MAX_BYTES, defaultBundleName, parseSize, SINCE, SINCE_TEXT, type Manifest } from './format.js';
@@ -69,6 +70,9 @@ const bundlePlugin: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
       const headers: Record<string, string> = {};
       if (typeof req.headers.host === 'string') headers.host = req.headers.host;
       if (typeof req.headers.authorization === 'string') headers.authorization = req.headers.authorization;
+      // an attach session's agent asks every request for its token, the capture's own too
+      const session = req.headers[SESSION_HEADER];
+      if (typeof session === 'string') headers[SESSION_HEADER] = session;
       const argv = ['GET', req.url.slice(0, 1024)];
       // the one audit line of the capture (its injected requests have none): how many answers, how many bytes before gzip
       const onManifest = (m: Manifest, f: CaptureFigures) => {

@@ -97,3 +97,22 @@ t.test('the size budget: log tails go first, then the journal, then cgroup files
   t.ok(tiny.trimmed.includes('route') && tiny.trimmed.includes('podlog'), `tiny: trimmed ${tiny.trimmed.join(',')}`);
   t.ok(gunzipSync((await import('node:fs')).readFileSync(path.join(dir, 'tiny.tar.gz'))).length <= 200 * 1024 + 1024 + 64 * 1024, 'within the budget (plus the manifest and the end blocks)');
 });
+
+t.test('an attach session\'s GET /v1/bundle: the capture\'s own requests carry the session token, so its routes answer', async (t) => {
+  const token = 'S'.repeat(43);
+  const a = await testApp(base, { NODETRUTH_SESSION_TOKEN: token });
+  t.teardown(() => a.close());
+  await a.app.listen({ port: 0, host: '127.0.0.1' });
+  const port = (a.app.server.address() as { port: number }).port;
+  const res = await fetch(`http://127.0.0.1:${port}/v1/bundle`, { headers: { 'x-nodetruth-session': token } });
+  t.equal(res.status, 200);
+  const file = path.join(dir, 'session.tar.gz');
+  const bytes = Buffer.from(await res.arrayBuffer());
+  await writeFile(file, bytes);
+  t.notOk(gunzipSync(bytes).includes(token), 'the token is stored nowhere in the bundle');
+  const b = await readBundle(file);
+  const routes = b.manifest.sections.filter((s) => s.kind === 'route');
+  t.ok(routes.length > 5, `${routes.length} route answers`);
+  t.same(routes.filter((s) => s.status === 401).map((s) => s.name), [], 'none refused by the session check');
+  t.ok(b.routes.has('/v1/oom') && b.routes.has('/v1/containers'), '/v1/oom and /v1/containers stored');
+});
