@@ -87,6 +87,9 @@ export interface Container {
   annotations: Record<string, string>;
 }
 
+/** What a list row takes from ContainerStatus: how the container ran and ended. */
+export type ContainerEnd = Pick<ContainerStatus, 'id' | 'state' | 'startedAt' | 'finishedAt' | 'exitCode' | 'reason'>;
+
 export interface ContainerStatus {
   id: string;
   name: string;

@@ -1,9 +1,8 @@
-import type { Container, PodSandbox } from '../model/runtime.js';
+import type { Container, ContainerEnd, PodSandbox } from '../model/runtime.js';
 import { isSourceError, RUNTIME_DOWN } from '../readers/errors.js';
 import { mapLimit, SingleFlight } from '../lib/concurrency.js';
 import { mapSliced, nextTurn } from '../lib/turns.js';
 import type { CriClient } from '../readers/cri/client.js';
-import type { ContainerEnd } from '../readers/cri/normalize.js';
 import type { RuntimeIndex, RuntimeIndexSource } from './runtime-index.js';
 import { resolvePrefix } from '../readers/cri/ids.js';
 

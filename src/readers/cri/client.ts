@@ -1,6 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type {
   Container,
+  ContainerEnd,
   ContainerStatus,
   Image,
   ImageFsInfo,
@@ -11,7 +12,6 @@ import type {
 } from '../../model/runtime.js';
 import { mapCriError } from './errors.js';
 import {
-  type ContainerEnd,
   toContainerEnd,
   toContainers,
   toContainerStatus,

@@ -4,6 +4,7 @@
  */
 import type {
   Container,
+  ContainerEnd,
   ContainerState,
   ContainerStatus,
   FilesystemUsage,
@@ -123,9 +124,6 @@ export function toContainer(c: Wire): Container {
     annotations: redactMap(c.annotations ?? {}),
   };
 }
-
-/** What a list row takes from ContainerStatus: how the container ran and ended. */
-export type ContainerEnd = Pick<ContainerStatus, 'id' | 'state' | 'startedAt' | 'finishedAt' | 'exitCode' | 'reason'>;
 
 /** ContainerStatus as decoded by the reduced type of proto.ts (`containerEnd`): the same values toContainerStatus gives these fields. */
 export function toContainerEnd(res: Wire): ContainerEnd {
