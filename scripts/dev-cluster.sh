@@ -370,13 +370,13 @@ EOF
   fi
   UP_OK=1
   cat >&2 <<EOF
-  export KUBECONFIG=$PWD/$DIR/kubeconfig
+  export KUBECONFIG=$(realpath "$DIR")/kubeconfig
   kubectl: $BIN/kubectl   (API server https://127.0.0.1:$API_PORT)
-  audit log: $PWD/$DIR/audit.log
+  audit log: $(realpath "$DIR")/audit.log
 EOF
   if ((with_node)); then
     cat >&2 <<EOF
-  node: $NODE_NAME ($suite guest; kubelet log $(jq -r 'if .journal then "'"$PWD/$DIR"'/node/share/kubelet.log" else "the guest'"'"'s \(.kubeletLog), no journald" end' "$DIR/node.json"))
+  node: $NODE_NAME ($suite guest; kubelet log $(jq -r 'if .journal then "'"$(realpath "$DIR")"'/node/share/kubelet.log" else "the guest'"'"'s \(.kubeletLog), no journald" end' "$DIR/node.json"))
   images in its containerd (never pulled; use imagePullPolicy: Never or IfNotPresent):
     localhost/e2e/busybox:1, ghcr.io/nodetruth/nodetruth:0.1.0 (the agent, built from the working tree)
   Stop with: bash scripts/dev-cluster.sh down
@@ -500,7 +500,7 @@ attach_check() {
   gets+=(--get '/v1/triage?format=text')
   log "attach $NODE_NAME -n $ns ($kubectl $kver); the agent starts under TCG: minutes"
   set +e
-  PATH="$(dirname "$kubectl"):$PATH" KUBECONFIG="$PWD/$DIR/kubeconfig" timeout 900 "$node_bin" "$TREE/dist/cli.js" attach "$NODE_NAME" \
+  PATH="$(dirname "$kubectl"):$PATH" KUBECONFIG="$(realpath "$DIR")/kubeconfig" timeout 900 "$node_bin" "$TREE/dist/cli.js" attach "$NODE_NAME" \
     -n "$ns" --timeout=10m "${gets[@]}" \
     >"$DIR/attach.out" 2>"$DIR/attach.err"
   rc=$?
@@ -1016,7 +1016,7 @@ fleet_check() {
   [[ -f $f ]] || f=scripts/cluster/fleet-check.sh
   [[ -f $f ]] || die "no scripts/cluster/fleet-check.sh"
   node_ready
-  KUBECONFIG="$PWD/$DIR/kubeconfig" PATH="$BIN:$PATH" NODETRUTH_DEV_CLUSTER_DIR="$(realpath "$DIR")" \
+  KUBECONFIG="$(realpath "$DIR")/kubeconfig" PATH="$BIN:$PATH" NODETRUTH_DEV_CLUSTER_DIR="$(realpath "$DIR")" \
     NODETRUTH_DEV_NODE="$NODE_NAME" NODETRUTH_KUBE_BIN="$BIN" bash "$f" "$@"
 }
 
