@@ -165,7 +165,7 @@ export const FINDINGS: readonly FindingKind[] = [
     rule: 'sandboxes',
     severities: ['warning'],
     title: 'A pod has no ready sandbox and no running container',
-    means: `Every sandbox of the pod is NOTREADY (the newest for at least ${T.notReadySandboxSeconds} s) and none of its containers runs; pods that ran to completion are left out.`,
+    means: `Every sandbox of the pod is NOTREADY (the newest for at least ${T.notReadySandboxSeconds} s) and none of its containers runs; finished pods are left out: the containers of the newest sandbox have all exited, with any exit code (a stopped Never or OnFailure pod).`,
     todo: "kubelet could not (re)create the sandbox: look for sandbox errors in kubelet's log (`GET /v1/logs?query=kubelet.service&pattern=sandbox`), usually CNI or the pause image.",
   },
   {

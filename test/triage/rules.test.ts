@@ -449,6 +449,30 @@ t.test('sandboxes NOTREADY with no running container; containers stuck in CREATE
   t.match(f[1], { title: 'default/lab container spin was created 300 s ago and never started', evidence: [{ source: 'cri', call: `ContainerStatus ${SPIN_ID}` }] });
 });
 
+t.test('a finished pod (all containers exited, any exit code) is not a sandbox kubelet fails to make', async (t) => {
+  // restartPolicy Never, its one container OOM-killed: kubelet stopped the sandbox and will make no other
+  const victim = sandbox({ id: '1'.repeat(64), uid: '55555555-5555-4555-8555-555555555555', name: 'oom-victim', state: 'SANDBOX_NOTREADY', createdAt: iso(900) });
+  // two containers, one failed, one succeeded: finished as well
+  const mixed = sandbox({ id: '2'.repeat(64), uid: '66666666-6666-4666-8666-666666666666', name: 'job-2', namespace: 'batch', state: 'SANDBOX_NOTREADY', createdAt: iso(900) });
+  // a pod kubelet tries to run again: its old sandbox's container exited, the new sandbox has none
+  const old = sandbox({ id: '3'.repeat(64), uid: '77777777-7777-4777-8777-777777777777', name: 'web-1', namespace: 'shop', state: 'SANDBOX_NOTREADY', attempt: 0, createdAt: iso(900) });
+  const retry = sandbox({ id: '4'.repeat(64), uid: old.uid, name: 'web-1', namespace: 'shop', state: 'SANDBOX_NOTREADY', attempt: 1, createdAt: iso(120) });
+  // a container the runtime cannot tell the state of: not known to have finished
+  const unknown = sandbox({ id: '5'.repeat(64), uid: '88888888-8888-4888-8888-888888888888', name: 'odd-1', state: 'SANDBOX_NOTREADY', createdAt: iso(900) });
+  const s = healthySnapshot();
+  s.pods = ok([victim, mixed, old, retry, unknown]);
+  s.containers = ok([
+    row({ id: 'a1'.repeat(32), name: 'hog', podId: victim.id, podUid: victim.uid, podName: 'oom-victim', podNamespace: 'default', state: 'CONTAINER_EXITED', exitCode: 137, reason: 'OOMKilled', finishedAt: iso(880) }),
+    row({ id: 'a2'.repeat(32), name: 'load', podId: mixed.id, podUid: mixed.uid, podName: 'job-2', podNamespace: 'batch', state: 'CONTAINER_EXITED', exitCode: 1, reason: 'Error', finishedAt: iso(880) }),
+    row({ id: 'a3'.repeat(32), name: 'report', podId: mixed.id, podUid: mixed.uid, podName: 'job-2', podNamespace: 'batch', state: 'CONTAINER_EXITED', exitCode: 0, reason: 'Completed', finishedAt: iso(870) }),
+    row({ id: 'a4'.repeat(32), name: 'web', podId: old.id, podUid: old.uid, podName: 'web-1', podNamespace: 'shop', state: 'CONTAINER_EXITED', exitCode: 137, reason: 'Error', finishedAt: iso(150) }),
+    row({ id: 'a5'.repeat(32), name: 'odd', podId: unknown.id, podUid: unknown.uid, podName: 'odd-1', podNamespace: 'default', state: 'CONTAINER_UNKNOWN', exitCode: null, reason: null }),
+  ]);
+  const f = findings(s).filter((x) => x.id === 'sandbox-not-ready');
+  t.same(f.map((x) => x.subject?.podUid).sort(), [old.uid, unknown.uid].sort(), 'the OOM-killed Never pod and the finished job are not reported');
+  t.match(f.find((x) => x.subject?.podUid === old.uid), { title: 'shop/web-1 has no ready sandbox and no running container', detail: /2 sandboxes, all NOTREADY; the newest \(4444444444444, attempt 1\)/ });
+});
+
 t.test('kubelet journal errors of the last 10 minutes, by kind, with cursors', async (t) => {
   const s = healthySnapshot();
   s.kubeletJournal = ok({

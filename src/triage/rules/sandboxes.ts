@@ -1,5 +1,6 @@
-/** Pods with only NOTREADY sandboxes and nothing running (pods that ran to completion excepted). */
+/** Pods with only NOTREADY sandboxes and nothing running (finished pods excepted). */
 import type { Finding } from '../../model/triage.js';
+import type { PodSandbox } from '../../model/runtime.js';
 import type { ContainerRow } from '../../view/runtime-view.js';
 import { secondsSince, shortId } from '../../format.js';
 import { idsOf } from '../findings.js';
@@ -18,10 +19,9 @@ export const sandboxRule: Rule = {
       if (age !== null && age < THRESHOLDS.notReadySandboxSeconds) continue;
       const containers = ix.containers.filter((c) => c.podUid === uid || sandboxes.some((p) => p.id === c.podId));
       if (containers.some((c) => c.state === 'CONTAINER_RUNNING')) continue;
-      // a pod that ran to completion: kubelet stops its sandbox once every container exited 0
       const latest = new Map<string, ContainerRow>();
       for (const c of containers) if (!latest.has(c.name) || c.attempt > latest.get(c.name)!.attempt) latest.set(c.name, c);
-      if (latest.size > 0 && [...latest.values()].every((c) => c.state === 'CONTAINER_EXITED' && c.exitCode === 0)) continue;
+      if (finished(newest, containers)) continue;
       const subject = ix.subject(uid, null);
       out.push({
         id: 'sandbox-not-ready',
@@ -38,3 +38,22 @@ export const sandboxRule: Rule = {
     return out;
   },
 };
+
+/**
+ * A finished pod: kubelet stops the sandbox of a pod that is not to run again (restartPolicy
+ * Never, or OnFailure after its containers succeeded) once its containers have all exited, with
+ * any exit code. The CRI carries no restartPolicy, so a finished pod is one whose newest sandbox
+ * holds containers, the latest attempt of each EXITED: none is created, running or in an unknown
+ * state, and no newer sandbox is being made (a recreation kubelet attempts is a newer sandbox,
+ * with no containers while it fails). A pod kubelet restarts keeps its sandbox READY between
+ * attempts, and is not judged here.
+ */
+function finished(newest: PodSandbox, containers: readonly ContainerRow[]): boolean {
+  const latest = new Map<string, ContainerRow>();
+  for (const c of containers) {
+    if (c.podId !== newest.id) continue;
+    const seen = latest.get(c.name);
+    if (!seen || c.attempt > seen.attempt) latest.set(c.name, c);
+  }
+  return latest.size > 0 && [...latest.values()].every((c) => c.state === 'CONTAINER_EXITED');
+}
