@@ -9,6 +9,17 @@
  *   memory: usage 32768kB, limit 32768kB, failcnt 28                    (memcg OOM only)
  *   oom-kill:constraint=…,nodemask=…,cpuset=…,mems_allowed=…,oom_memcg=<cg>|global_oom,task_memcg=<cg>,task=<comm>,pid=<n>,uid=<n>
  *   Memory cgroup out of memory: Killed process <pid> (<comm>) total-vm:…kB, anon-rss:…kB, file-rss:…kB, shmem-rss:…kB, UID:<n> pgtables:…kB oom_score_adj:<n>
+ *   Tasks in <cg> are going to be killed due to memory.oom.group set     (memory.oom.group=1 only)
+ *   Memory cgroup out of memory: Killed process <pid> (<comm>) …         (once per task of <cg>)
+ *
+ * With memory.oom.group set (kubelet sets it in every application container),
+ * oom_kill_process (mm/oom_kill.c) kills the victim, then prints the "Tasks in"
+ * line (mm/memcontrol.c mem_cgroup_print_oom_group) and calls __oom_kill_process
+ * for every task of the group: the victim is killed (and printed) again while it
+ * still has an mm, a task without one prints "OOM victim <pid> (<comm>) is
+ * already exiting. Skip killing the task" (no kill). So within one report a pid
+ * is one kill, and a kill of another pid after the "Tasks in" line is a kill of
+ * a task of <cg>.
  *
  * Pure: lines in, kills out. The patterns are data: rules/oom-patterns.ts.
  */
@@ -127,6 +138,18 @@ export function parseOomSummary(text: string): OomSummary | null {
 }
 
 /** `Task in <cg> killed as a result of limit of <cg>` → [text, task cgroup, limit cgroup] */
+/** `Tasks in <cg> are going to be killed due to memory.oom.group set` → <cg> */
+export function parseOomGroup(text: string): string | null {
+  const prefix = 'Tasks in ';
+  const suffix = ' are going to be killed due to memory.oom.group set';
+  if (!text.startsWith(prefix) || !text.endsWith(suffix) || text.includes('\n')) return null;
+  const cg = text.slice(prefix.length, text.length - suffix.length);
+  return cg.length > 0 ? cg : null;
+}
+
+/** the pids of one report's kills remembered to merge a group kill's repeat of the victim; a report naming more is hostile */
+const MAX_KILLS_PER_REPORT = 4096;
+
 export function parseLegacyMemcg(text: string): string[] | null {
   const { prefix, separator } = OOM_PATTERNS.legacyMemcg;
   if (!text.startsWith(prefix) || text.includes('\n')) return null;
@@ -140,6 +163,10 @@ interface Open {
   usage: [number, number] | null;
   summary: OomSummary | null;
   legacy: string[] | null;
+  /** the memory.oom.group cgroup whose tasks this report kills */
+  group: string | null;
+  /** this report's kills by pid */
+  kills: Map<number, OomKill>;
   first: KernelLine;
   lines: string[];
   bootId: string | null;
@@ -148,7 +175,7 @@ interface Open {
 export function parseOomReports(lines: Iterable<KernelLine>, source: 'kmsg' | 'journal'): OomKill[] {
   const out: OomKill[] = [];
   let cur: Open | null = null;
-  const fresh = (l: KernelLine): Open => ({ invokedBy: null, usage: null, summary: null, legacy: null, first: l, lines: [], bootId: l.bootId });
+  const fresh = (l: KernelLine): Open => ({ invokedBy: null, usage: null, summary: null, legacy: null, group: null, kills: new Map(), first: l, lines: [], bootId: l.bootId });
   for (const l of lines) {
     // a report never spans boots
     if (cur && l.bootId !== cur.bootId) cur = null;
@@ -157,38 +184,56 @@ export function parseOomReports(lines: Iterable<KernelLine>, source: 'kmsg' | 'j
     let m: RegExpExecArray | null;
     let sm: OomSummary | null;
     let lg: string[] | null;
+    let grp: string | null;
     if ((m = OOM_PATTERNS.invoked.exec(text))) {
       cur = fresh(l);
       cur.invokedBy = { process: m[1]!, gfpMask: m[2]!, gfpFlags: m[3] ?? null, order: Number(m[4]), oomScoreAdj: Number(m[5]) };
       cur.lines.push(text);
     } else if ((m = OOM_PATTERNS.memcgUsage.exec(text))) {
-      cur ??= fresh(l);
+      if (!cur || cur.kills.size > 0) cur = fresh(l);
       cur.usage = [Number(m[1]), Number(m[2])];
       cur.lines.push(text);
     } else if ((sm = parseOomSummary(text))) {
-      cur ??= fresh(l);
+      // these lines come before a report's kill: after one they begin the next report (its "invoked" line was lost)
+      if (!cur || cur.kills.size > 0) cur = fresh(l);
       cur.summary = sm;
       cur.lines.push(text);
     } else if ((lg = parseLegacyMemcg(text))) {
-      cur ??= fresh(l);
+      if (!cur || cur.kills.size > 0) cur = fresh(l);
       cur.legacy = lg;
       cur.lines.push(text);
+    } else if ((grp = parseOomGroup(text))) {
+      // printed once per report, after the victim's kill
+      if (cur && cur.kills.size > 0 && cur.group === null) {
+        cur.group = grp;
+        cur.lines.push(text);
+        for (const k of cur.kills.values()) k.evidence.lines.push(text);
+      }
     } else if ((m = OOM_PATTERNS.killed.exec(text))) {
       const r: Open = cur ?? fresh(l);
       const pid = Number(m[2]);
+      const again = r.kills.get(pid);
+      if (again) {
+        // the group kill of this report's victim: the same kill
+        if (again.evidence.lines.at(-1) !== text) again.evidence.lines.push(text);
+        continue;
+      }
       const s = r.summary && Number(r.summary[9]) === pid ? r.summary : null;
       const memcg = m[1] === 'Memory cgroup out of memory';
-      out.push({
+      // a kill after the "Tasks in" line is of a task of the group's cgroup
+      const member = s === null && r.group !== null;
+      const rs = s ?? (member ? r.summary : null);
+      const kill: OomKill = {
         time: l.time,
         bootId: l.bootId,
         monotonicUs: l.monotonicUs,
         pid,
         process: m[3]!,
         uid: m[8] !== undefined ? Number(m[8]) : s ? Number(s[10]) : null,
-        constraint: s?.[1] ?? (memcg ? 'CONSTRAINT_MEMCG' : null),
-        global: s ? s[6] === 'global_oom' : !memcg,
-        oomMemcg: s?.[5] ?? r.legacy?.[2] ?? null,
-        taskMemcg: s?.[7] ?? r.legacy?.[1] ?? null,
+        constraint: rs?.[1] ?? (memcg ? 'CONSTRAINT_MEMCG' : null),
+        global: rs ? rs[6] === 'global_oom' : !memcg,
+        oomMemcg: rs?.[5] ?? r.legacy?.[2] ?? null,
+        taskMemcg: s?.[7] ?? (member ? r.group : null) ?? r.legacy?.[1] ?? null,
         invokedBy: r.invokedBy,
         memcgUsageKb: r.usage?.[0] ?? null,
         memcgLimitKb: r.usage?.[1] ?? null,
@@ -207,9 +252,9 @@ export function parseOomReports(lines: Iterable<KernelLine>, source: 'kmsg' | 'j
           cursor: l.cursor,
           lines: [...r.lines, text],
         },
-      });
-      // memory.oom.group: more "Killed process" lines may follow in the same report
-      if (cur) cur.summary = null;
+      };
+      out.push(kill);
+      if (cur && cur.kills.size < MAX_KILLS_PER_REPORT) cur.kills.set(pid, kill);
     }
   }
   return out;

@@ -149,7 +149,8 @@ async function createContainer(pod: Pod, name: string, attempt: number, command:
     resources.cpu_quota = String(Math.floor((limits.cpuLimitMilli * 100000) / 1000));
   }
   if (limits.memoryLimit) resources.memory_limit_in_bytes = String(limits.memoryLimit);
-  if (limits.unified) resources.unified = limits.unified;
+  // kubelet on cgroup v2 (SingleProcessOOMKill off) sets memory.oom.group=1 in every application container
+  resources.unified = { 'memory.oom.group': '1', ...limits.unified };
   const logPath = `${name}/${attempt}.log`;
   mkdirSync(join(pod.logDirectory, name), { recursive: true, mode: 0o755 });
   const config: Obj = {

@@ -88,3 +88,34 @@ t.test('hostile kernel lines: parsed in linear time', async (t) => {
   ]);
   t.same(parseLegacyMemcg('Task in /kubepods/pod1/c killed as a result of limit of /kubepods/pod1'), ['Task in /kubepods/pod1/c killed as a result of limit of /kubepods/pod1', '/kubepods/pod1/c', '/kubepods/pod1']);
 });
+
+t.test('memory.oom.group: the group kill is read as part of its report', async (t) => {
+  const ID = 'a98aedb44857ac811d725fffb9f71f065b13711cf0e6aa365712cc9d36740c44';
+  const group = lines('oom-group-6.1.0-57-amd64.kmsg');
+  const scope = (k: { taskMemcg: string | null }) => parseKubepodsPath(k.taskMemcg!);
+  t.test('the victim killed again by the group kill is one kill, attributed', async (t) => {
+    const kills = parseOomReports(group, 'kmsg');
+    t.equal(kills.length, 1);
+    t.match(kills[0], { pid: 931, process: 'dd', constraint: 'CONSTRAINT_MEMCG', global: false, evidence: { firstSeq: 515, lastSeq: 567 } });
+    t.match(scope(kills[0]!), { podUid: 'a716ff0b-57b7-44c0-8e62-9365c7e0d3c8', containerId: ID });
+    t.ok(kills[0]!.evidence.lines.some((x) => x.endsWith('are going to be killed due to memory.oom.group set')));
+  });
+  t.test('another task of the group is a kill of that container; an exiting one is none', async (t) => {
+    const last = group.at(-1)!;
+    const more = [
+      { ...last, seq: 570, text: 'Memory cgroup out of memory: OOM victim 940 (sh) is already exiting. Skip killing the task' },
+      { ...last, seq: 571, text: last.text.replace('Killed process 931 (dd)', 'Killed process 933 (sleep)') },
+    ];
+    const kills = parseOomReports([...group, ...more], 'kmsg');
+    t.equal(kills.length, 2);
+    const [a, b] = kills;
+    t.match(a, { pid: 931, evidence: { firstSeq: 515, lastSeq: 567 } });
+    t.match(b, { pid: 933, process: 'sleep', constraint: 'CONSTRAINT_MEMCG', global: false, oomMemcg: a!.oomMemcg, taskMemcg: a!.taskMemcg, evidence: { firstSeq: 515, lastSeq: 571 } });
+    t.match(scope(b!), { podUid: 'a716ff0b-57b7-44c0-8e62-9365c7e0d3c8', containerId: ID });
+  });
+  t.test('the next report begins afresh', async (t) => {
+    const kills = parseOomReports([...group, ...lines('oom-memcg-systemd.kmsg')], 'kmsg');
+    t.same(kills.map((k) => k.pid), [931, 916, 938]);
+    t.match(kills[1], { evidence: { firstSeq: 514 } });
+  });
+});
