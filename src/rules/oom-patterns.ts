@@ -17,5 +17,5 @@ export const OOM_PATTERNS = {
   /** a kernel record's text is at most 1024 bytes (PRINTKRB_RECORD_MAX); longer lines are no OOM report and are not parsed */
   maxLineChars: 4096,
   /** a cheap prefilter (and journalctl --grep) for the lines above */
-  any: 'invoked oom-killer|^memory: usage|^oom-kill:|Killed process|^Task in .* killed as a result',
+  any: 'invoked oom-killer|^memory: usage|^oom-kill:|Killed process|^Task in .* killed as a result|^Tasks in .* are going to be killed due to memory\\.oom\\.group set',
 } as const;
