@@ -41,21 +41,9 @@ WORK=$DIR/fleet-check
 mkdir -p "$WORK"
 chmod 700 "$WORK"
 
-log() { echo "fleet-check: $*" >&2; }
-die() { log "$*"; exit 1; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-. scripts/cluster/tap.sh
-wait_for() { # wait_for SECONDS WHAT CMD...
-  local secs=$1 what=$2 deadline
-  shift 2
-  deadline=$(($(date +%s) + secs))
-  until "$@" >/dev/null 2>&1; do
-    (($(date +%s) < deadline)) || { log "$what: not so after $secs s"; return 1; }
-    sleep 1
-  done
-}
-for tool in kubectl jq openssl npx; do command -v "$tool" >/dev/null || die "$tool is not on PATH"; done
+CHECK_NAME=fleet-check
+. scripts/cluster/check.sh
+need_tools kubectl jq openssl npx
 
 PF_PID=
 cleanup() {

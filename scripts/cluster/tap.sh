@@ -1,6 +1,6 @@
 # TAP-like lines on stdout for the cluster checks that assert many things (sourced by
-# scripts/dev-cluster.sh and scripts/cluster/fleet-check.sh): each failure is counted, and
-# the check exits non-zero at its end.
+# scripts/dev-cluster.sh and, through scripts/cluster/check.sh, by the check scripts beside it):
+# each failure is counted, and the check exits non-zero at its end.
 TAP_N=0
 TAP_FAILED=0
 tap() { # tap OK|FAIL DESCRIPTION [DETAIL]

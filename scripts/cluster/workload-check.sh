@@ -43,21 +43,10 @@ rm -rf "$WORK"
 mkdir -p "$WORK"
 chmod 700 "$WORK"
 
-log() { echo "workload-check: $*" >&2; }
-die() { log "$*"; exit 1; }
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-. scripts/cluster/tap.sh
-wait_for() { # wait_for SECONDS WHAT CMD...
-  local secs=$1 what=$2 deadline
-  shift 2
-  deadline=$(($(date +%s) + secs))
-  until "$@" >/dev/null 2>&1; do
-    (($(date +%s) < deadline)) || { log "$what: not so after $secs s"; return 1; }
-    sleep 2
-  done
-}
-for tool in kubectl jq openssl curl; do command -v "$tool" >/dev/null || die "$tool is not on PATH"; done
+CHECK_NAME=workload-check
+CHECK_POLL=2
+. scripts/cluster/check.sh
+need_tools kubectl jq openssl curl
 
 PF_PID=
 SERVE_PID=
