@@ -19,9 +19,8 @@ export const sandboxRule: Rule = {
       if (age !== null && age < THRESHOLDS.notReadySandboxSeconds) continue;
       const containers = ix.containers.filter((c) => c.podUid === uid || sandboxes.some((p) => p.id === c.podId));
       if (containers.some((c) => c.state === 'CONTAINER_RUNNING')) continue;
-      const latest = new Map<string, ContainerRow>();
-      for (const c of containers) if (!latest.has(c.name) || c.attempt > latest.get(c.name)!.attempt) latest.set(c.name, c);
       if (finished(newest, containers)) continue;
+      const latest = latestAttempts(containers);
       const subject = ix.subject(uid, null);
       out.push({
         id: 'sandbox-not-ready',
@@ -49,11 +48,16 @@ export const sandboxRule: Rule = {
  * attempts, and is not judged here.
  */
 function finished(newest: PodSandbox, containers: readonly ContainerRow[]): boolean {
+  const latest = latestAttempts(containers.filter((c) => c.podId === newest.id));
+  return latest.size > 0 && [...latest.values()].every((c) => c.state === 'CONTAINER_EXITED');
+}
+
+/** Each container name's latest attempt. */
+function latestAttempts(containers: readonly ContainerRow[]): Map<string, ContainerRow> {
   const latest = new Map<string, ContainerRow>();
   for (const c of containers) {
-    if (c.podId !== newest.id) continue;
     const seen = latest.get(c.name);
     if (!seen || c.attempt > seen.attempt) latest.set(c.name, c);
   }
-  return latest.size > 0 && [...latest.values()].every((c) => c.state === 'CONTAINER_EXITED');
+  return latest;
 }
