@@ -46,8 +46,6 @@ const CUT_CONNECTIONS_MS = 4000;
 const EXIT_ANYWAY_MS = 4700;
 
 async function serve(argv: string[]): Promise<void> {
-  // before the server's modules load: the young generation stays small from the start
-  (await import('./server/serve-heap.js')).holdYoungGeneration();
   const { config } = loadConfig(argv);
   // the server and GET /v1/bundle, registered from bundle/ (the capture itself loads on its first request)
   const [{ createLogger }, { buildApp }, { closeSources, createSources }, { LIVE_ROUTES }, { listenOnAll }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources.js'), import('./bundle/route.js'), import('./server/serve-addresses.js')]);
