@@ -52,7 +52,8 @@ const out = (s) => process.stdout.write(s + '\n');
 const err = (s) => process.stderr.write(s + '\n');
 const PODS = require('node:path').join(require('node:path').dirname(process.env.FAKE_KUBECTL_LOG), 'pods.json');
 const pods = () => (fs.existsSync(PODS) ? JSON.parse(fs.readFileSync(PODS, 'utf8')) : []);
-const savePods = (ps) => fs.writeFileSync(PODS, JSON.stringify(ps));
+// written whole and renamed into place: a reader (the test, another kubectl) never sees a half-written file
+const savePods = (ps) => { const tmp = PODS + '.' + process.pid; fs.writeFileSync(tmp, JSON.stringify(ps)); fs.renameSync(tmp, PODS); };
 const envOf = (pod, name) => ((pod && pod.env) || []).find((e) => e.name === name)?.value ?? null;
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { log({ signal: sig, verb }); process.exit(0); });
 
