@@ -141,7 +141,7 @@ t.test("the agent's own container is not a throttling finding: the measuring is 
 
 t.test('the kubelet journal source reads the window\'s newest records: a PLEG error after 20,000 info lines is found', async (t) => {
   const { existsSync, mkdirSync } = await import('node:fs');
-  const { exportEntry, JOURNAL_REMOTE, MACHINE_ID, writeJournal } = await import('../fixtures/journal/gen.js');
+  const { JOURNAL_REMOTE, kubeletAt, writeJournal } = await import('../fixtures/journal/gen.js');
   const { THRESHOLDS } = await import('../../src/rules/thresholds.js');
   if (!existsSync(JOURNAL_REMOTE)) return t.plan(0, `skipped: ${JOURNAL_REMOTE} is not installed: no real journal can be written`);
   // journalctl 252 seeks to --since and counts --lines from there: read forward, a window holding
@@ -159,20 +159,7 @@ t.test('the kubelet journal source reads the window\'s newest records: a PLEG er
     (function* () {
       for (let i = 0; i < n; i++) {
         const text = i === n - 1 ? 'E1202 08:00:00.000000     700 kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0s ago"' : `I1202 08:00:00.000000     700 kubelet.go:2400] "SyncLoop (probe)" seq=${i}`;
-        yield exportEntry([
-          ['__REALTIME_TIMESTAMP', String(first + i * step)],
-          ['__MONOTONIC_TIMESTAMP', String(1_000_000 + i * step)],
-          ['_BOOT_ID', '13aee3a87a774e2d9686f3c19d408b06'],
-          ['_MACHINE_ID', MACHINE_ID],
-          ['_HOSTNAME', 'node1'],
-          ['_TRANSPORT', 'stdout'],
-          ['_SYSTEMD_UNIT', 'kubelet.service'],
-          ['SYSLOG_IDENTIFIER', 'kubelet'],
-          ['_COMM', 'kubelet'],
-          ['_PID', '700'],
-          ['PRIORITY', '6'],
-          ['MESSAGE', text],
-        ]);
+        yield kubeletAt({ realtimeUs: first + i * step, monoUs: 1_000_000 + i * step, message: text });
       }
     })(),
   );

@@ -19,7 +19,7 @@ import { formatMicros } from '../../../src/readers/journal/time.js';
 import { readTimeline, type TimelineDeps } from '../../../src/view/timeline/index.js';
 import { JOURNAL_SCAN } from '../../../src/view/timeline/journal.js';
 import type { TimelineQuery } from '../../../src/view/timeline/window.js';
-import { exportEntry, JOURNAL_REMOTE, MACHINE_ID, writeJournal } from '../../fixtures/journal/gen.js';
+import { JOURNAL_REMOTE, kubeletAt, writeJournal } from '../../fixtures/journal/gen.js';
 
 if (!existsSync(JOURNAL_REMOTE)) {
   t.plan(0, `${JOURNAL_REMOTE} is not installed: no real journal can be written (apt-get install systemd-journal-remote)`);
@@ -33,7 +33,6 @@ if (!existsSync(JOURNAL_REMOTE)) {
 
   const RECORDS = 51_000;
   const MESSAGE_CHARS = 700;
-  const BOOT_ID = '13aee3a87a774e2d9686f3c19d408b06';
   const nowUs = Date.now() * 1000;
   /** the records' times: over the 50 minutes before now, oldest first */
   const first = nowUs - 50 * 60_000_000;
@@ -51,21 +50,7 @@ if (!existsSync(JOURNAL_REMOTE)) {
     'system',
     (function* () {
       for (let i = 0; i < RECORDS; i++) {
-        const us = first + i * step;
-        yield exportEntry([
-          ['__REALTIME_TIMESTAMP', String(us)],
-          ['__MONOTONIC_TIMESTAMP', String(1_000_000 + i * step)],
-          ['_BOOT_ID', BOOT_ID],
-          ['_MACHINE_ID', MACHINE_ID],
-          ['_HOSTNAME', 'node1'],
-          ['_TRANSPORT', 'stdout'],
-          ['_SYSTEMD_UNIT', 'kubelet.service'],
-          ['SYSLOG_IDENTIFIER', 'kubelet'],
-          ['_COMM', 'kubelet'],
-          ['_PID', '700'],
-          ['PRIORITY', '6'],
-          ['MESSAGE', message(i)],
-        ]);
+        yield kubeletAt({ realtimeUs: first + i * step, monoUs: 1_000_000 + i * step, message: message(i) });
       }
     })(),
   );
