@@ -36,7 +36,17 @@ setsid nice -n 10 node_modules/node/bin/node --import tsx test/e2e/prepare.ts >"
 prepare=$!
 # If npm test fails, the builds are ended with it (their process group: mmdebstrap, buildah).
 trap 'kill -- -"$prepare" ${kube:+-"$kube"} 2>/dev/null || true' EXIT
-npm test
+# tap prints a failure where it happens, thousands of lines above the end; CI shows the end.
+test_log=$(mktemp "${TMPDIR:-/tmp}/nodetruth-npm-test.XXXXXX")
+if ! npm test 2>&1 | tee "$test_log"; then
+  echo "# npm test failed; its failing assertions and their diagnostics:"
+  grep -E -A 14 '^[[:space:]]*not ok ' "$test_log" | head -n 300
+  echo "# the seeds of this run's randomised tests (each line says how to reproduce it):"
+  grep -E '^[[:space:]]*# .*seeds? [0-9]' "$test_log" | head -n 5
+  rm -f "$test_log"
+  exit 1
+fi
+rm -f "$test_log"
 # A build that failed here is built again by the harness that needs it, which then fails
 # with the whole log if it fails again.
 wait "$prepare" || echo "# the e2e images' background build failed (the harnesses build what is missing):"
