@@ -16,7 +16,8 @@ t.test('SIGTERM lets in-flight requests finish, then exits 0', async (t) => {
   await fake.start();
   t.teardown(() => fake.stop());
   const port = 17000 + Math.floor(Math.random() * 2000);
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'serve', '--listen', `127.0.0.1:${port}`, '--host-root', '/', '--cri-endpoint', fake.endpoint], {
+  // --cri-timeout: room for the slow runtime's 800 ms on a loaded machine, below the 5 s shutdown grace
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, 'serve', '--listen', `127.0.0.1:${port}`, '--host-root', '/', '--cri-endpoint', fake.endpoint, '--cri-timeout', '4s'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.teardown(() => {
@@ -32,8 +33,13 @@ t.test('SIGTERM lets in-flight requests finish, then exits 0', async (t) => {
   if (!t.match(out, /nodetruth serving/)) t.comment(err);
 
   fake.delayMs = 800; // the runtime is slow: the request is in flight when SIGTERM arrives
+  const asked = fake.calls.Version ?? 0;
   const inflight = fetch(`http://127.0.0.1:${port}/v1/runtime`);
-  await new Promise((r) => setTimeout(r, 200));
+  // in flight: the agent has asked the runtime, whose answer comes 800 ms after the call by a
+  // timer of this process, later than this loop's next 5 ms check. A fixed pause could end before
+  // the request reached the agent on a loaded machine, and SIGTERM would then refuse it.
+  for (let i = 0; i < 3000 && (fake.calls.Version ?? 0) === asked; i++) await new Promise((r) => setTimeout(r, 5));
+  t.ok((fake.calls.Version ?? 0) > asked, 'the request reached the runtime before SIGTERM');
   child.kill('SIGTERM');
   const res = await inflight;
   t.equal(res.status, 200, 'the in-flight request completes');
