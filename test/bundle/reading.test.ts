@@ -143,8 +143,8 @@ t.test('GET /v1/bundle is one audit line with the count of its inner answers; a 
   (await import('node:fs')).writeFileSync(file, got.body);
   const b = await readBundle(file);
   const answers = b.manifest.sections.filter((s) => s.kind === 'route');
-  // the audit line is written when the response closes: wait for it
-  for (let i = 0; i < 50 && n.a.logs.filter((l) => l.audit).length < 2; i++) await new Promise((r) => setTimeout(r, 20));
+  // the audit line is written when the response closes: wait for it (up to 10 s: a loaded machine)
+  for (let i = 0; i < 500 && n.a.logs.filter((l) => l.audit).length < 2; i++) await new Promise((r) => setTimeout(r, 20));
   const audit = n.a.logs.filter((l) => l.audit).map((l) => l.audit as Record<string, unknown>);
   t.same(audit.map((l) => l.route).sort(), ['/v1/bundle', '/v1/runtime'], `two audit lines, not ${answers.length + 2}: ${audit.length}`);
   const line = audit.find((l) => l.route === '/v1/bundle')!;
