@@ -152,3 +152,57 @@ export function readLongTasks(file: string): LongTask[] {
     .filter(Boolean)
     .map((l) => JSON.parse(l) as LongTask);
 }
+
+/**
+ * A sampler of what the agent's memory is made of, preloaded like longTaskTracker: every
+ * `everyMs` one JSON line to `file` with RSS (VmRSS), V8's heap (committed and used, per space),
+ * external memory and array buffers (process.memoryUsage). What is left of RSS beyond the heap
+ * and the external memory is the binary's pages, code and malloc's arenas.
+ */
+export function memoryTracker(file: string, everyMs = 100): { nodeArgs: string[]; env: Record<string, string> } {
+  const src = `import { appendFileSync, readFileSync } from 'node:fs';
+import { getHeapSpaceStatistics } from 'node:v8';
+const out = process.env.NODETRUTH_MEMTRACE_FILE;
+const t0 = Date.now();
+const kb = (s, k) => Number(new RegExp('^' + k + ':\\\\s+(\\\\d+)', 'm').exec(s)?.[1] ?? 0) * 1024;
+setInterval(() => {
+  const st = readFileSync('/proc/self/status', 'utf8'), m = process.memoryUsage();
+  const spaces = {};
+  for (const s of getHeapSpaceStatistics()) spaces[s.space_name.replace('_space', '')] = [s.space_size, s.space_used_size];
+  appendFileSync(out, JSON.stringify({ t: Date.now() - t0, rss: kb(st, 'VmRSS'), hwm: kb(st, 'VmHWM'), heapTotal: m.heapTotal, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, spaces }) + '\\n');
+}, ${everyMs}).unref();`;
+  return { nodeArgs: ['--import', `data:text/javascript,${encodeURIComponent(src)}`], env: { NODETRUTH_MEMTRACE_FILE: file } };
+}
+
+export interface MemorySample {
+  t: number;
+  rss: number;
+  hwm: number;
+  heapTotal: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  spaces: Record<string, [committed: number, used: number]>;
+}
+
+export function readMemorySamples(file: string): MemorySample[] {
+  return readLongTasks(file) as unknown as MemorySample[];
+}
+
+/** A sample in MiB: RSS, the heap (committed / used, the large spaces), external, the rest of RSS. */
+export function memoryBreakdown(s: MemorySample): Record<string, number | string> {
+  const space = (n: string) => `${mib(s.spaces[n]?.[0] ?? 0)} / ${mib(s.spaces[n]?.[1] ?? 0)}`;
+  return {
+    atMs: s.t,
+    rss: mib(s.rss),
+    heapCommitted: mib(s.heapTotal),
+    heapUsed: mib(s.heapUsed),
+    'new (committed / used)': space('new'),
+    'old (committed / used)': space('old'),
+    'large_object (committed / used)': space('large_object'),
+    'code (committed / used)': space('code'),
+    external: mib(s.external),
+    arrayBuffers: mib(s.arrayBuffers),
+    'rss − heap − external': mib(s.rss - s.heapTotal - s.external),
+  };
+}

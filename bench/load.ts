@@ -18,12 +18,12 @@
  *   NODETRUTH_BENCH_AGENT_ENV='MALLOC_MMAP_THRESHOLD_=131072'  the agent's environment
  *   NODETRUTH_BENCH_LONGTASKS=1    every stretch the agent's loop was held > 50 ms, with its thread CPU
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { hwmBytes, rssBytes } from '../test/helpers/agent-process.js';
-import { agentEnvFromBenchEnv, fakeNodeAgent, longTaskTracker, mib, readLongTasks, report, round } from './lib.js';
+import { agentEnvFromBenchEnv, fakeNodeAgent, longTaskTracker, memoryBreakdown, memoryTracker, mib, readLongTasks, readMemorySamples, report, round } from './lib.js';
 
 const [seconds = 60, connections = 50] = process.argv.slice(2).map(Number);
 /** node flags for the agent, e.g. NODETRUTH_BENCH_NODE_ARGS=--max-old-space-size=64 */
@@ -31,9 +31,24 @@ const nodeArgs = (process.env.NODETRUTH_BENCH_NODE_ARGS ?? '').split(' ').filter
 const agentEnv = agentEnvFromBenchEnv();
 const tracked = process.env.NODETRUTH_BENCH_LONGTASKS === '1' ? mkdtempSync(path.join(tmpdir(), 'nodetruth-longtasks-')) : null;
 const tracker = tracked ? longTaskTracker(path.join(tracked, 'long-tasks.jsonl')) : { nodeArgs: [], env: {} };
+/** NODETRUTH_BENCH_MEMTRACE=1: what the agent's memory is made of, sampled inside it every 100 ms (bench/lib.ts memoryTracker) */
+const memDir = process.env.NODETRUTH_BENCH_MEMTRACE === '1' ? mkdtempSync(path.join(tmpdir(), 'nodetruth-memtrace-')) : null;
+const memTracker = memDir ? memoryTracker(path.join(memDir, 'memory.jsonl')) : { nodeArgs: [], env: {} };
+/** NODETRUTH_BENCH_HEAPSNAPSHOT_MIB=300: one heap snapshot (into the agent's cwd) the first time its RSS is sampled at or above it */
+const snapshotMiB = Number(process.env.NODETRUTH_BENCH_HEAPSNAPSHOT_MIB ?? 0);
 const pods = Number(process.env.NODETRUTH_BENCH_PODS ?? 250);
-const node = await fakeNodeAgent({ pods, journal: true, nodeArgs: [...nodeArgs, ...tracker.nodeArgs], env: { ...agentEnv, ...tracker.env } });
+const node = await fakeNodeAgent({
+  pods,
+  journal: true,
+  nodeArgs: [...nodeArgs, ...tracker.nodeArgs, ...memTracker.nodeArgs, ...(snapshotMiB ? ['--heapsnapshot-signal=SIGUSR2'] : [])],
+  env: { ...agentEnv, ...tracker.env, ...memTracker.env },
+});
 const pid = node.agent.pid;
+/** a process's CPU time so far (utime + stime, ms): under a loaded machine the comparable cost */
+const cpuMsOf = (p: number) => {
+  const f = readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10;
+};
 const running = node.host.node.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
 const c = (i: number) => running[(i * 37) % running.length]!.id;
 const pod = (i: number) => node.host.node.pods[(i * 13) % node.host.node.pods.length]!;
@@ -99,8 +114,17 @@ try {
 
   const samples: { t: number; rss: number }[] = [];
   const t0 = Date.now();
-  const sampler = setInterval(() => samples.push({ t: Date.now() - t0, rss: rssBytes(pid) }), 1000);
+  const runFromMemMs = memDir ? (readMemorySamples(path.join(memDir, 'memory.jsonl')).at(-1)?.t ?? 0) + 1 : 0;
+  let snapshotted = false;
+  const sampler = setInterval(() => {
+    samples.push({ t: Date.now() - t0, rss: rssBytes(pid) });
+    if (snapshotMiB && !snapshotted && samples.at(-1)!.rss >= snapshotMiB * 2 ** 20) {
+      snapshotted = true;
+      process.kill(pid, 'SIGUSR2');
+    }
+  }, 1000);
   const failed = new Map<string, number>();
+  const cpuBefore = cpuMsOf(pid);
   const result = await autocannon({
     url: node.agent.url,
     connections,
@@ -123,6 +147,7 @@ try {
     ],
   });
   clearInterval(sampler);
+  const cpuRunMs = cpuMsOf(pid) - cpuBefore;
   const endRss = rssBytes(pid);
   const afterText = await (await fetch(`${node.agent.url}/metrics`)).text();
   loopRunMax = Math.max(loopRunMax, loopOf(afterText, LAG) || 0);
@@ -142,12 +167,16 @@ try {
   const errors = result.errors + result.timeouts + result.non2xx;
   const longTasks = tracked ? readLongTasks(path.join(tracked, 'long-tasks.jsonl')) : [];
   const inRun = longTasks.filter((x) => x.atMs >= runFromMs);
+  const mem = memDir ? readMemorySamples(path.join(memDir, 'memory.jsonl')).filter((x) => x.t >= runFromMemMs) : [];
+  const maxOf = (k: 'rss' | 'heapTotal' | 'heapUsed' | 'external' | 'arrayBuffers') => mib(Math.max(...mem.map((x) => x[k])));
   const env = [
     mix !== 'weighted' ? `NODETRUTH_LOAD_MIX=${mix} ` : '',
     pods !== 250 ? `NODETRUTH_BENCH_PODS=${pods} ` : '',
     nodeArgs.length ? `NODETRUTH_BENCH_NODE_ARGS='${nodeArgs.join(' ')}' ` : '',
     process.env.NODETRUTH_BENCH_AGENT_ENV ? `NODETRUTH_BENCH_AGENT_ENV='${process.env.NODETRUTH_BENCH_AGENT_ENV}' ` : '',
     tracked ? 'NODETRUTH_BENCH_LONGTASKS=1 ' : '',
+    memDir ? 'NODETRUTH_BENCH_MEMTRACE=1 ' : '',
+    snapshotMiB ? `NODETRUTH_BENCH_HEAPSNAPSHOT_MIB=${snapshotMiB} ` : '',
   ].join('');
   report('load', `${env}npx tsx bench/load.ts ${seconds} ${connections}`, {
     containers: node.host.node.containers.length,
@@ -159,6 +188,7 @@ try {
     throughputReqPerSec: { mean: result.requests.average, p50: result.requests.p50 },
     latencyMs: { p50: result.latency.p50, p90: result.latency.p90, p99: result.latency.p99, max: result.latency.max },
     bytesPerSec: result.throughput.average,
+    agentCpuMsPerAnswer: round(cpuRunMs / Math.max(1, result.requests.total), 1),
     errors: { errors: result.errors, timeouts: result.timeouts, non2xx: result.non2xx, total: errors },
     statusCodes: result.statusCodeStats,
     failures: [...failed].slice(0, 10),
@@ -190,6 +220,17 @@ try {
           },
         }
       : {}),
+    ...(mem.length
+      ? {
+          memoryInside: {
+            atPeakRss: memoryBreakdown(mem.reduce((a, b) => (b.rss > a.rss ? b : a))),
+            atPeakHeapCommitted: memoryBreakdown(mem.reduce((a, b) => (b.heapTotal > a.heapTotal ? b : a))),
+            maxMiB: { rss: maxOf('rss'), heapCommitted: maxOf('heapTotal'), heapUsed: maxOf('heapUsed'), external: maxOf('external'), arrayBuffers: maxOf('arrayBuffers') },
+            samples: mem.length,
+            note: 'sampled inside the agent every 100 ms during the run (bench/lib.ts memoryTracker); rss − heap − external: the binary, code, malloc',
+          },
+        }
+      : {}),
     nodeArgs,
     agentEnv,
     rssGrowthStartToEnd: `${round(growth * 100, 1)}%`,
@@ -198,4 +239,5 @@ try {
 } finally {
   await node.stop();
   if (tracked) rmSync(tracked, { recursive: true, force: true });
+  if (memDir) rmSync(memDir, { recursive: true, force: true });
 }
