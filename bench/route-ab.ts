@@ -109,6 +109,8 @@ try {
       baselineCpuMs: round(median(cpu.get('baseline')!)),
       agents: Object.fromEntries(agents.map((a) => [a.name, { ms: round(median(ms.get(a.name)!)), ratio: round(median(ms.get(a.name)!) / base), cpuMs: round(median(cpu.get(a.name)!)) }])),
       sameAnswer: texts.every((t) => t === texts[0]),
+      // the same with every runtime timestamp kept (the FAKE CRI serves both agents the same ones)
+      sameAnswerWithTimes: agents.every((a) => bodies.get(a.name)!.replace(/"observedAt":"[^"]*"/g, '') === bodies.get(agents[0]!.name)!.replace(/"observedAt":"[^"]*"/g, '')),
       bytes: bodies.get(agents[0]!.name)!.length,
     };
   }

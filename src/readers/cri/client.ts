@@ -12,16 +12,14 @@ import type {
 } from '../../model/runtime.js';
 import { mapCriError } from './errors.js';
 import {
-  toContainerEnd,
-  toContainers,
   toContainerStatus,
   toImage,
   toImageFsInfo,
   toPodSandboxDetail,
-  toPodSandboxes,
+  redactListed,
   toRuntimeStatus,
 } from './normalize.js';
-import { criServices } from './proto.js';
+import { criServices, type UnaryCoder } from './proto.js';
 
 /** Called once per CRI call, for metrics (method, gRPC code name, seconds). */
 export type CallObserver = (method: string, code: string, seconds: number) => void;
@@ -91,18 +89,20 @@ export class CriClient {
     return toRuntimeStatus(await this.call(this.runtime, 'Status', { verbose }));
   }
 
+  /** Decoded straight into records (decode.ts), then redacted in slices. */
   async listPodSandboxes(filter: PodSandboxFilter = {}): Promise<PodSandbox[]> {
-    const res = await this.call<{ items: unknown[] }>(this.runtime, 'ListPodSandbox', { filter: wireFilter(filter) });
-    return toPodSandboxes(res.items);
+    const res = await this.call<{ items: PodSandbox[] }>(this.runtime, 'ListPodSandbox', { filter: wireFilter(filter) }, unary(criServices().sandboxList));
+    return redactListed(res.items);
   }
 
   async podSandboxStatus(id: string, verbose = true): Promise<PodSandboxDetail> {
     return toPodSandboxDetail(await this.call(this.runtime, 'PodSandboxStatus', { podSandboxId: id, verbose }));
   }
 
+  /** Decoded straight into records (decode.ts), then redacted in slices. */
   async listContainers(filter: ContainerFilter = {}): Promise<Container[]> {
-    const res = await this.call<{ containers: unknown[] }>(this.runtime, 'ListContainers', { filter: wireFilter(filter) });
-    return toContainers(res.containers);
+    const res = await this.call<{ containers: Container[] }>(this.runtime, 'ListContainers', { filter: wireFilter(filter) }, unary(criServices().containerList));
+    return redactListed(res.containers);
   }
 
   async containerStatus(id: string, verbose = false): Promise<ContainerStatus> {
@@ -114,12 +114,7 @@ export class CriClient {
    * decoded, the rest of the message (labels, annotations, mounts) is skipped on the wire.
    */
   async containerEnd(id: string): Promise<ContainerEnd> {
-    const { path, serialize, deserialize } = criServices().containerEnd;
-    return toContainerEnd(
-      await this.call<object>(this.runtime, 'ContainerStatus', { containerId: id, verbose: false }, (client, request, options, done) =>
-        client.makeUnaryRequest(path, serialize, deserialize, request, options, done),
-      ),
-    );
+    return this.call<ContainerEnd>(this.runtime, 'ContainerStatus', { containerId: id, verbose: false }, unary(criServices().containerEnd));
   }
 
   async listImages(): Promise<Image[]> {
@@ -148,6 +143,12 @@ export class CriClient {
 }
 
 type Invoke = (client: grpc.Client, request: object, options: grpc.CallOptions, done: (err: grpc.ServiceError | null, res?: unknown) => void) => unknown;
+
+/** A call made with coders of our own (proto.ts) instead of the service's method. */
+const unary =
+  ({ path, serialize, deserialize }: UnaryCoder): Invoke =>
+  (client, request, options, done) =>
+    client.makeUnaryRequest(path, serialize, deserialize, request, options, done);
 
 function wireFilter(f: ContainerFilter | PodSandboxFilter): object | undefined {
   const out: Record<string, unknown> = {};

@@ -4,7 +4,6 @@
  */
 import type {
   Container,
-  ContainerEnd,
   ContainerState,
   ContainerStatus,
   FilesystemUsage,
@@ -96,6 +95,20 @@ export function toContainers(items: readonly Wire[], pause?: () => Promise<unkno
   return mapSliced(items, toContainer, { maxItems: LIST_SLICE, ...(pause ? { pause } : {}) });
 }
 
+/**
+ * A list decoded by decode.ts, its labels and annotations redacted in place, in slices as
+ * toContainers / toPodSandboxes do: the same records those give for the same message.
+ */
+export function redactListed<T extends { labels: Record<string, string>; annotations: Record<string, string> }>(items: T[], pause?: () => Promise<unknown>): Promise<T[]> {
+  return mapSliced(items, redactOwn, { maxItems: LIST_SLICE, ...(pause ? { pause } : {}) });
+}
+
+function redactOwn<T extends { labels: Record<string, string>; annotations: Record<string, string> }>(item: T): T {
+  item.labels = redactMap(item.labels);
+  item.annotations = redactMap(item.annotations);
+  return item;
+}
+
 /** Items of a list normalized between two yields at most (fewer when they take longer than SLICE_MS). */
 export const LIST_SLICE = 500;
 
@@ -122,19 +135,6 @@ export function toContainer(c: Wire): Container {
     createdAt: nanosToRfc3339(c.createdAt),
     labels: redactMap(c.labels ?? {}),
     annotations: redactMap(c.annotations ?? {}),
-  };
-}
-
-/** ContainerStatus as decoded by the reduced type of proto.ts (`containerEnd`): the same values toContainerStatus gives these fields. */
-export function toContainerEnd(res: Wire): ContainerEnd {
-  const s = res.status ?? {};
-  return {
-    id: s.id,
-    state: s.state as ContainerState,
-    startedAt: nanosToRfc3339(s.startedAt),
-    finishedAt: nanosToRfc3339(s.finishedAt),
-    exitCode: num(s.exitCode),
-    reason: s.reason ?? '',
   };
 }
 

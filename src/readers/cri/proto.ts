@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import type { Options } from '@grpc/proto-loader';
 import protobuf from 'protobufjs/light.js';
+import { decodeContainerEnd, decodeContainerList, decodeSandboxList } from './decode.js';
 
 /** proto/ sits two levels above both src/readers/cri and dist/readers/cri. */
 export const CRI_PROTO_PATH = fileURLToPath(new URL('../../../proto/cri-runtime-v1.proto', import.meta.url));
@@ -25,7 +26,16 @@ export const PROTO_OPTIONS: Options = {
 };
 
 type ServiceCtor = grpc.ServiceClientConstructor;
-let cached: { RuntimeService: ServiceCtor; ImageService: ServiceCtor; containerEnd: UnaryCoder } | undefined;
+interface CriCoders {
+  RuntimeService: ServiceCtor;
+  ImageService: ServiceCtor;
+  /** ContainerStatus decoded for a list row's fields only (decode.ts); the rest skipped on the wire */
+  containerEnd: UnaryCoder;
+  /** ListContainers / ListPodSandbox decoded into records (decode.ts) */
+  containerList: UnaryCoder;
+  sandboxList: UnaryCoder;
+}
+let cached: CriCoders | undefined;
 
 /** How one unary call's messages are written and read, for grpc.Client.makeUnaryRequest. */
 export interface UnaryCoder {
@@ -34,21 +44,9 @@ export interface UnaryCoder {
   deserialize: (bytes: Buffer) => object;
 }
 
-export function criServices(): { RuntimeService: ServiceCtor; ImageService: ServiceCtor; containerEnd: UnaryCoder } {
+export function criServices(): CriCoders {
   if (!cached) {
     const root = protobuf.Root.fromJSON(JSON.parse(readFileSync(CRI_DESCRIPTOR_PATH, 'utf8')) as protobuf.INamespace);
-    // ContainerStatus as a list row reads it: the fields it keeps, under their wire numbers; a
-    // decoder skips the fields its type does not name (labels, annotations, mounts, info) unread
-    const end = new protobuf.Type('ContainerEnd')
-      .add(new protobuf.Field('id', 1, 'string'))
-      .add(new protobuf.Field('state', 3, 'runtime.v1.ContainerState'))
-      .add(new protobuf.Field('startedAt', 5, 'int64'))
-      .add(new protobuf.Field('finishedAt', 6, 'int64'))
-      .add(new protobuf.Field('exitCode', 7, 'int32'))
-      .add(new protobuf.Field('reason', 10, 'string'));
-    const endResponse = new protobuf.Type('ContainerEndResponse').add(new protobuf.Field('status', 1, 'ContainerEnd'));
-    root.define('nodetruth.reduced').add(end).add(endResponse);
-    root.resolveAll();
     const runtime = root.lookupService('runtime.v1.RuntimeService');
     cached = {
       RuntimeService: serviceClient(runtime),
@@ -56,7 +54,17 @@ export function criServices(): { RuntimeService: ServiceCtor; ImageService: Serv
       containerEnd: {
         path: `/${runtime.fullName.slice(1)}/ContainerStatus`,
         serialize: serializer(root.lookupType('runtime.v1.ContainerStatusRequest')),
-        deserialize: deserializer(endResponse),
+        deserialize: decodeContainerEnd,
+      },
+      containerList: {
+        path: `/${runtime.fullName.slice(1)}/ListContainers`,
+        serialize: serializer(root.lookupType('runtime.v1.ListContainersRequest')),
+        deserialize: decodeContainerList,
+      },
+      sandboxList: {
+        path: `/${runtime.fullName.slice(1)}/ListPodSandbox`,
+        serialize: serializer(root.lookupType('runtime.v1.ListPodSandboxRequest')),
+        deserialize: decodeSandboxList,
       },
     };
   }

@@ -1,6 +1,6 @@
 /**
- * CriClient.containerEnd: ContainerStatus decoded with the reduced type of proto.ts (only the
- * fields a list row keeps). Over real gRPC to the fake runtime, for running, exited and
+ * CriClient.containerEnd: ContainerStatus decoded by decode.ts for the fields a list row keeps.
+ * Over real gRPC to the fake runtime, for running, exited and
  * never-started containers, with labels, annotations and a secret-named label beside the fields
  * (skipped on the wire): the same values as the full ContainerStatus gives them, int64
  * nanoseconds past 2^53 included; an unknown id fails as the full call does.
