@@ -183,6 +183,13 @@ t.test('a directory swapped for a link after it was resolved: every reader refus
   const sub = await fs.dir('/swap/d/sub');
   t.equal(await fs.readIn(dir, 'f'), 'inside\n');
   t.same(readFilesInSync(sub, ['f']), ['inside\n']);
+  const { readdirInSync } = await import('../../src/readers/hostfs/read-sync.js');
+  t.same(
+    readdirInSync(sub)!.map((e) => [e.name, e.isDirectory(), e.isSymbolicLink()]).sort(),
+    [['f', false, false], ['lnk', false, true]],
+    'readdirInSync: the entries with their types',
+  );
+  t.equal(readdirInSync(await fs.dir('/no/such/dir')), null, 'readdirInSync: a missing directory');
   // the swap: /swap/d becomes a link to a directory outside the root (absolute, as a tenant would plant it)
   renameSync(d, `${d}.real`);
   symlinkSync(out, d);
@@ -198,6 +205,9 @@ t.test('a directory swapped for a link after it was resolved: every reader refus
   await t.rejects(fs.readIn(sub, 'f'), { code: 'EXDEV' }, 'readIn below the swapped directory');
   await t.rejects(fs.readdir(sub), { code: 'EXDEV' }, 'readdir below the swapped directory');
   t.throws(() => readFilesInSync(sub, ['f']), { code: 'EXDEV' }, 'readFilesInSync below the swapped directory');
+  t.equal(readdirInSync(dir), null, 'readdirInSync: the directory itself is a link now');
+  t.throws(() => readdirInSync(sub), { code: 'EXDEV' }, 'readdirInSync below the swapped directory');
+  t.throws(() => readdirInSync(fs.child(dir, 'sub')), { code: 'EXDEV' }, 'readdirInSync: a child() never resolved is checked when read');
   const kids = fs.child(dir, 'sub');
   t.throws(() => readFilesInSync(kids, ['f']), { code: 'EXDEV' }, 'a child() never resolved is checked when read');
   // a resolve after the swap re-roots the link: the root's (missing) copy, never the outside

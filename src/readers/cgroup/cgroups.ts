@@ -12,7 +12,8 @@ import type { Dirent } from 'node:fs';
 import type { CgroupDriver, CgroupMode, KubeCgroup, QosClass } from '../../model/cgroup.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
-import { mapLimit } from '../../lib/concurrency.js';
+import { nextTurn, Slice, SLICE_MS } from '../../lib/turns.js';
+import { readdirInSync } from '../hostfs/read-sync.js';
 import { KUBEPODS_NAMES, normUid } from './kubepods-path.js';
 
 export const CGROUP_MOUNT = '/sys/fs/cgroup';
@@ -28,15 +29,15 @@ const FS_MAGIC: Record<number, string> = {
   0x794c7630: 'overlayfs',
 };
 
-/** How many cgroups are read at once; each reads its ~18 files in parallel. */
-export const READ_CONCURRENCY = 32;
-
 /** A kubepods cgroup with its directory resolved under the host root. */
 export interface FoundCgroup extends KubeCgroup {
   dir: ResolvedDir;
 }
 
 const N = KUBEPODS_NAMES;
+
+/** Directories listed between two yields of the walk at most (fewer when they take longer than SLICE_MS). */
+export const WALK_SLICE = 64;
 
 /**
  * cgroup v2 (unified), hybrid (v1 controllers, v2 only for systemd at /sys/fs/cgroup/unified)
@@ -96,11 +97,13 @@ const errText = (err: unknown) => (err as NodeJS.ErrnoException).code ?? (err as
 
 /**
  * The subdirectories of one cgroup; one that cannot be listed (EACCES under an LSM,
- * EIO, ...) is skipped with a warning instead of failing the whole walk.
+ * EIO, ...) is skipped with a warning instead of failing the whole walk. Listed
+ * synchronously (cgroupfs is served from memory: a few microseconds a directory, where
+ * the same through libuv's pool took four round trips); the walk yields between them.
  */
-async function subdirs(fs: HostFs, dir: ResolvedDir, warnings: string[] | undefined): Promise<Dirent[]> {
+function subdirs(dir: ResolvedDir, warnings: string[] | undefined): Dirent[] {
   try {
-    const entries = await fs.readdir(dir);
+    const entries = readdirInSync(dir);
     // cgroupfs holds no links: one under kubepods was planted (a loop, a way out); never followed, named
     for (const e of entries ?? []) {
       if (e.isSymbolicLink()) warnings?.push(`cgroup ${cgroupPath(dir)}/${e.name}: a symbolic link where a cgroup directory belongs, skipped`);
@@ -127,8 +130,11 @@ interface PodDir {
 export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUid?: string; warnings?: string[] } = {}): Promise<FoundCgroup[]> {
   const pods: PodDir[] = [];
   const warnings = opts.warnings;
+  // directories listed between two yields: WALK_SLICE, or fewer when they take longer than SLICE_MS
+  const slice = new Slice(WALK_SLICE, SLICE_MS, () => nextTurn('plain'));
   for (const { driver, dir } of await findKubepodsRoots(fs)) {
-    const top = await subdirs(fs, dir, warnings);
+    if (slice.due()) await slice.pause();
+    const top = subdirs(dir, warnings);
     const qosDirs: { qos: QosClass; dir: ResolvedDir }[] = [];
     for (const e of top) {
       if (driver === 'systemd') {
@@ -142,9 +148,9 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
         if (N.cgroupfsQos.includes(e.name)) qosDirs.push({ qos: e.name as QosClass, dir: fs.child(dir, e.name) });
       }
     }
-    const lists = await Promise.all(qosDirs.map(async (q) => ({ q, entries: await subdirs(fs, q.dir, warnings) })));
-    for (const { q, entries } of lists) {
-      for (const e of entries) {
+    for (const q of qosDirs) {
+      if (slice.due()) await slice.pause();
+      for (const e of subdirs(q.dir, warnings)) {
         if (driver === 'systemd') {
           const m = N.systemdPod.exec(e.name);
           if (m && m[1] === q.qos) pods.push({ driver, qos: q.qos, podUid: normUid(m[2]!), dir: fs.child(q.dir, e.name) });
@@ -167,9 +173,11 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
     dir: p.dir,
   });
   if (opts.podsOnly) return wanted.map(podCgroup);
-  const perPod = await mapLimit(wanted, READ_CONCURRENCY, async (p) => {
-    const out: FoundCgroup[] = [podCgroup(p)];
-    for (const e of await subdirs(fs, p.dir, warnings)) {
+  const out: FoundCgroup[] = [];
+  for (const p of wanted) {
+    if (slice.due()) await slice.pause();
+    out.push(podCgroup(p));
+    for (const e of subdirs(p.dir, warnings)) {
       const m = (p.driver === 'systemd' ? N.systemdContainer : N.cgroupfsContainer).exec(e.name);
       if (!m) continue; // crio-conmon-<id>.scope, anything else a runtime put there
       const dir = fs.child(p.dir, e.name);
@@ -184,9 +192,8 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
         dir,
       });
     }
-    return out;
-  });
-  return perPod.flat();
+  }
+  return out;
 }
 
 /** cgroup.procs of a cgroup: the pids (in the reader's pid namespace); null when the cgroup is gone. */
