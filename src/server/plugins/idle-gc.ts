@@ -1,21 +1,33 @@
 /**
- * One full garbage collection once the agent has gone idle: its last reading released
- * (src/reading.ts) and no new one begun for `afterMs`. A reading at 1,000 containers leaves
- * some 200 MiB of garbage (its records, rendered answers, the scrape's text) that V8 would
- * otherwise keep committed: with nothing allocating, no GC comes until V8's watchdog, minutes
- * later (bench/RESULTS.md). One GC per idle period, none while readings follow each other
- * (under load the allocations drive V8's own GCs), none at all on an agent nobody asks: an
- * idle agent does no work after this one.
+ * Memory returned once the agent has gone idle: its last reading released (src/reading.ts) and
+ * no new one begun for `afterMs`. A reading at 1,000 containers leaves some 200 MiB of garbage
+ * (its records, rendered answers, the scrape's text) that V8 would otherwise keep committed:
+ * with nothing allocating, V8's memory reducer judges the agent busy from the allocation rate
+ * it last saw, and no GC comes until its watchdog, minutes later (bench/RESULTS.md).
  *
- * The collector is V8's `gc` extension, enabled for contexts made from here on and taken from
- * one such context, so nothing is added to the agent's own global object and no node flag
+ * Idle, V8 is told to favour memory (`--memory-saver-mode`): its memory reducer, armed by the
+ * readings' own full GCs, then collects on its next check (every 8 s) with incremental and
+ * concurrent marking and returns the pages, holding the thread for its final pause only. A
+ * last-resort collection forced from here marks the whole heap twice inside one task, several
+ * times longer. So, where no full GC comes within `graceMs`, one regular full GC is forced: about
+ * as long as the reducer's pause, it re-arms the reducer when the heap has grown since the
+ * reducer last ran; the last-resort one only after a second grace without the reducer. A reading
+ * begun meanwhile cancels what is pending and turns the memory saving off (under load it costs
+ * several times more GCs). Once per idle period; none at all on an agent nobody asks: an idle
+ * agent does no work after this.
+ *
+ * The forced collector is V8's `gc` extension, enabled for contexts made from here on and taken
+ * from one such context, so nothing is added to the agent's own global object and no node flag
  * is needed on the command line.
  */
+import { PerformanceObserver, constants } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { Readings } from '../../reading.js';
 
 export const IDLE_GC_MS = 2_000;
+/** the memory reducer checks every 8 s (V8's kLongDelayMs); its GC then takes a few tasks */
+export const REDUCER_GRACE_MS = 10_000;
 
 type Gc = (options?: { type?: 'major' | 'minor'; execution?: 'sync' | 'async'; flavor?: 'regular' | 'last-resort' }) => void;
 let collector: Gc | null | undefined;
@@ -34,21 +46,75 @@ export function fullGc(): Gc | null {
   return collector;
 }
 
-/** Collects once `afterMs` after `readings` went idle, unless a reading begins first. */
-export function installIdleGc(readings: Readings, afterMs = IDLE_GC_MS, gc: Gc | null = fullGc()): void {
-  if (!gc) return;
+/** What the idle agent asks of the heap. */
+export interface IdleHeap {
+  /** V8 favours memory from now on; the probe counts the full GCs run since. */
+  saveMemory(): () => number;
+  /** V8's default again (favour speed); the probe stops counting. */
+  restore(): void;
+  /** One full collection now, inside this task: 'regular' marks once, 'last-resort' reduces memory. */
+  collect(flavor: 'regular' | 'last-resort'): void;
+}
+
+/** The agent's own V8 heap, or null where the forced collector cannot be had. */
+export function v8Heap(gc: Gc | null = fullGc()): IdleHeap | null {
+  if (!gc) return null;
+  let observer: PerformanceObserver | null = null;
+  const stop = () => {
+    observer?.disconnect();
+    observer = null;
+  };
+  return {
+    saveMemory() {
+      stop();
+      let full = 0;
+      const o = (observer = new PerformanceObserver((list) => {
+        for (const e of list.getEntries()) if ((e as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) full++;
+      }));
+      o.observe({ entryTypes: ['gc'] });
+      v8.setFlagsFromString('--memory-saver-mode');
+      return () => full;
+    },
+    restore() {
+      stop();
+      v8.setFlagsFromString('--no-memory-saver-mode');
+    },
+    collect(flavor) {
+      gc({ type: 'major', execution: 'sync', flavor });
+    },
+  };
+}
+
+/**
+ * Once `readings` has been idle for `afterMs`: memory saving on; `graceMs` later, unless V8 ran a
+ * full GC meanwhile, a regular one forced; `graceMs` after that, unless V8 ran one more, a
+ * last-resort one. A reading begun cancels what is pending.
+ */
+export function installIdleGc(readings: Readings, afterMs = IDLE_GC_MS, heap: IdleHeap | null = v8Heap(), graceMs = REDUCER_GRACE_MS): void {
+  if (!heap) return;
   let timer: NodeJS.Timeout | null = null;
+  let saving = false;
   readings.watch = {
     idle() {
       if (timer) return;
       timer = setTimeout(() => {
-        timer = null;
-        gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+        const fullGcs = heap.saveMemory();
+        saving = true;
+        timer = setTimeout(() => {
+          if (fullGcs() > 0) return;
+          heap.collect('regular');
+          // its own entry counts as one: the reducer's makes two
+          timer = setTimeout(() => {
+            if (fullGcs() < 2) heap.collect('last-resort');
+          }, graceMs).unref();
+        }, graceMs).unref();
       }, afterMs).unref();
     },
     busy() {
       if (timer) clearTimeout(timer);
       timer = null;
+      if (saving) heap.restore();
+      saving = false;
     },
   };
 }
