@@ -25,9 +25,13 @@
  * gone, an error, a deadline's cut). A request whose response closed before it reached this
  * hook (its client went away during an earlier one, such as a TokenReview) takes no slot:
  * its 'close' has been emitted and would never give the slot back.
+ *
+ * The requests a capture injects (bundle/routes.ts) take no slot and are never shed: the capture
+ * bounds them itself, and a bundle whose heavy answers were 503s is a bundle of nothing.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Problem } from '../../errors.js';
+import { Reading } from '../../reading.js';
 
 export interface LoadShedOptions {
   /** heavy requests making new answers at once */
@@ -98,6 +102,9 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
   app.addHook('onRequest', async (req: FastifyRequest, reply) => {
     const route = req.routeOptions.url ?? '';
     if (!o.routes.has(route) || isFollow(req)) return;
+    // a capture's own requests: bounded by the capture (one at a time, CAPTURE_LIMITS.concurrency
+    // requests), shed here they would only leave holes in the bundle its caller waits for
+    if (Reading.current()?.capture) return;
     const hold = () => {
       let released = false;
       const give = () => {

@@ -13,6 +13,7 @@ import Fastify from 'fastify';
 import t, { type Test } from 'tap';
 import { installProblemHandlers } from '../../../src/server/plugins/problems.js';
 import { installLoadShed, LOAD_SHED_DEFAULTS } from '../../../src/server/plugins/load-shed.js';
+import { Reading } from '../../../src/reading.js';
 import { makeFakeScaleHost } from '../../fixtures/fake-node.js';
 import { testApp } from '../../helpers/app.js';
 
@@ -84,7 +85,7 @@ async function server(t: Test, opts: { running: number; queued: number; maxWaitM
     g.finishAll();
     await app.close();
   });
-  return { g, made, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+  return { g, made, app, base: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }
 
 t.test('beyond running + queued: 503 problem+json with Retry-After, at once; the rest are answered in order', async (t) => {
@@ -106,6 +107,28 @@ t.test('beyond running + queued: 503 problem+json with Retry-After, at once; the
   t.same(g.started, ['heavy /heavy?n=1', 'heavy /heavy?n=2']);
   g.finishOne();
   t.equal((await second).status, 200);
+});
+
+t.test("a capture's own requests take no slot and are never shed; a reading that is no capture's changes nothing", async (t) => {
+  const { g, app, base } = await server(t, { running: 1, queued: 0 });
+  const first = get(base, '/heavy?n=1');
+  await until(() => g.started.length === 1, 'the first runs');
+  t.equal((await get(base, '/heavy?n=2')).status, 503, 'a client beyond the slot and the queue');
+  const capture = new Reading(true);
+  const captured = capture.run(() => Promise.all([app.inject('/heavy?c=1'), app.inject('/other')]));
+  await until(() => g.started.length === 3, "the capture's two requests run beside the slot's holder");
+  const plain = new Reading(false);
+  t.equal((await plain.run(() => app.inject('/heavy?n=3'))).statusCode, 503, "a client's request in a reading is shed as any");
+  g.finishAll();
+  t.same((await captured).map((r) => r.statusCode), [200, 200]);
+  t.equal((await first).status, 200);
+  capture.release();
+  plain.release();
+  await until(() => g.started.length === 3, 'settled');
+  const after = get(base, '/heavy?n=4');
+  await until(() => g.started.length === 4, "the slot is free again: the capture's requests took none");
+  g.finishAll();
+  t.equal((await after).status, 200);
 });
 
 t.test('a request whose answer is made takes no slot, at once or while it waits; others wait in order', async (t) => {
