@@ -505,7 +505,7 @@ scenario('bundle: GET /v1/bundle is a bundle the reader accepts, holding the cra
   const url = new URL(`${agent.baseUrl}/v1/bundle?since=1h&maxSize=16MiB`);
   const headers: Record<string, string> = agent.token ? { authorization: `Bearer ${agent.token}` } : {};
   // raw bytes (httpGet decodes text)
-  const got = await new Promise<{ status: number; body: Buffer; ms: number }>((resolve, reject) => {
+  const fetchBundle = () => new Promise<{ status: number; body: Buffer; ms: number }>((resolve, reject) => {
     const t0 = Date.now();
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { headers, rejectUnauthorized: false, timeout: 540_000 }, (res) => {
       const chunks: Buffer[] = [];
@@ -517,12 +517,28 @@ scenario('bundle: GET /v1/bundle is a bundle the reader accepts, holding the cra
     req.on('error', reject);
     req.end();
   });
-  assert.equal(got.status, 200, `GET /v1/bundle answered ${got.status}: ${got.body.subarray(0, 800).toString('utf8')}`);
   const dir = mkdtempSync(join(tmpdir(), 'nodetruth-e2e-bundle-'));
-  try {
-    const file = join(dir, 'node-vm.tar.gz');
+  const file = join(dir, 'node-vm.tar.gz');
+  const capture = async () => {
+    const got = await fetchBundle();
+    assert.equal(got.status, 200, `GET /v1/bundle answered ${got.status}: ${got.body.subarray(0, 800).toString('utf8')}`);
     writeFileSync(file, got.body);
-    const b = await readBundle(file); // the reader refuses anything hostile or malformed
+    return { got, b: await readBundle(file) }; // the reader refuses anything hostile or malformed
+  };
+  // as answer200 (util.ts): a runtime answer past the CRI deadline on a starved guest is the
+  // deadline doing its job, not this scenario's subject: captured again, once, on exactly that
+  const starved = (b: Awaited<ReturnType<typeof readBundle>>) =>
+    ['/v1/runtime', '/v1/containers', '/v1/oom', '/v1/throttling?window=1s'].filter((u) => {
+      const a = b.routes.get(routeKey(u));
+      return a?.status === 504 && /"code":"runtime_timeout"/.test(a.body.toString('utf8'));
+    });
+  try {
+    let { got, b } = await capture();
+    const late = starved(b);
+    if (late.length) {
+      log(`bundle: ${late.join(', ')} stored as 504 runtime_timeout (starved guest); capturing again`);
+      ({ got, b } = await capture());
+    }
     const answer = (u: string) => {
       const a = b.routes.get(routeKey(u));
       assert.ok(a, `the bundle has no answer for ${u}`);
@@ -548,7 +564,7 @@ scenario('bundle: GET /v1/bundle is a bundle the reader accepts, holding the cra
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}, 600_000);
+}, 1_200_000);
 
 test('wedged runtime: containerd frozen with SIGSTOP (in the guest)', { timeout: 240_000 }, async (t) => {
   if (!agent.out) throw new Error('the node did not come up (see the before hook)');
