@@ -129,6 +129,14 @@ t.test('encoded lists: the same records', async (t) => {
   const times = ['0', '1', '999999999', '1000000000', '-1', '-9223372036854775808', '9223372036854775807', '4102444800000000000', '1764700000123456789'];
   await same(t, 'containers', encC(times.map((createdAt, i) => containerMsg(i, { createdAt }))), `timestamps ${times.join(' ')}`);
   await same(t, 'sandboxes', encS(times.map((createdAt, i) => sandboxMsg(i, { createdAt }))), 'sandbox timestamps');
+  // int64 values over the whole range, each bit length as often (a fixed sequence)
+  let x = 0x9e3779b97f4a7c15n;
+  const some = Array.from({ length: 256 }, (_, i) => {
+    x = (x * 6364136223846793005n + 1442695040888963407n) & 0xffffffffffffffffn;
+    return String(BigInt.asIntN(64, x >> BigInt(i % 64)));
+  });
+  await same(t, 'containers', encC(some.map((createdAt, i) => containerMsg(i, { createdAt }))), '256 int64 timestamps of every size and sign');
+  await same(t, 'end', encEnd({ status: { startedAt: some[7], finishedAt: some[70] } }), 'status timestamps');
   await same(t, 'containers', encC([containerMsg(1, { metadata: undefined, image: undefined, labels: {}, annotations: {} })]), 'no metadata, image or maps');
   await same(t, 'sandboxes', encS([sandboxMsg(1, { metadata: undefined, labels: {}, annotations: {} })]), 'no metadata, no maps');
 });
