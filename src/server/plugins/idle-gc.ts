@@ -8,13 +8,13 @@
  * Idle, V8 is told to favour memory (`--memory-saver-mode`): its memory reducer, armed by the
  * readings' own full GCs, then collects on its next check (every 8 s) with incremental and
  * concurrent marking and returns the pages, holding the thread for its final pause only. A
- * last-resort collection forced from here marks the whole heap twice inside one task, several
- * times longer. So, where no full GC comes within `graceMs`, one regular full GC is forced: about
- * as long as the reducer's pause, it re-arms the reducer when the heap has grown since the
- * reducer last ran; the last-resort one only after a second grace without the reducer. A reading
- * begun meanwhile cancels what is pending and turns the memory saving off (under load it costs
- * several times more GCs). Once per idle period; none at all on an agent nobody asks: an idle
- * agent does no work after this.
+ * last-resort collection forced from here marks the whole heap twice inside one task, two to
+ * three times longer; it is forced only where no full GC came within `graceMs` (the reducer
+ * was not armed: no mark-compact grew the heap since it last ran). A regular full GC forced
+ * instead would not return the pages (the young generation stays grown) nor re-arm a reducer
+ * whose heap did not grow. A reading begun meanwhile cancels what is pending and turns the memory
+ * saving off (under load it costs several times more GCs). Once per idle period; none at all on
+ * an agent nobody asks: an idle agent does no work after this.
  *
  * The forced collector is V8's `gc` extension, enabled for contexts made from here on and taken
  * from one such context, so nothing is added to the agent's own global object and no node flag
@@ -52,8 +52,8 @@ export interface IdleHeap {
   saveMemory(): () => number;
   /** V8's default again (favour speed); the probe stops counting. */
   restore(): void;
-  /** One full collection now, inside this task: 'regular' marks once, 'last-resort' reduces memory. */
-  collect(flavor: 'regular' | 'last-resort'): void;
+  /** One full, memory-reducing collection now, inside this task. */
+  collect(): void;
 }
 
 /** The agent's own V8 heap, or null where the forced collector cannot be had. */
@@ -79,16 +79,15 @@ export function v8Heap(gc: Gc | null = fullGc()): IdleHeap | null {
       stop();
       v8.setFlagsFromString('--no-memory-saver-mode');
     },
-    collect(flavor) {
-      gc({ type: 'major', execution: 'sync', flavor });
+    collect() {
+      gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
     },
   };
 }
 
 /**
- * Once `readings` has been idle for `afterMs`: memory saving on; `graceMs` later, unless V8 ran a
- * full GC meanwhile, a regular one forced; `graceMs` after that, unless V8 ran one more, a
- * last-resort one. A reading begun cancels what is pending.
+ * Once `readings` has been idle for `afterMs`: memory saving on, and `graceMs` later, unless V8
+ * ran a full GC meanwhile, one forced. A reading begun cancels what is pending.
  */
 export function installIdleGc(readings: Readings, afterMs = IDLE_GC_MS, heap: IdleHeap | null = v8Heap(), graceMs = REDUCER_GRACE_MS): void {
   if (!heap) return;
@@ -101,12 +100,7 @@ export function installIdleGc(readings: Readings, afterMs = IDLE_GC_MS, heap: Id
         const fullGcs = heap.saveMemory();
         saving = true;
         timer = setTimeout(() => {
-          if (fullGcs() > 0) return;
-          heap.collect('regular');
-          // its own entry counts as one: the reducer's makes two
-          timer = setTimeout(() => {
-            if (fullGcs() < 2) heap.collect('last-resort');
-          }, graceMs).unref();
+          if (fullGcs() === 0) heap.collect();
         }, graceMs).unref();
       }, afterMs).unref();
     },

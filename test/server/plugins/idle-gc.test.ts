@@ -1,10 +1,9 @@
 /**
  * src/server/plugins/idle-gc.ts: once the last reading is released and none begins for a
  * while, V8 is told to favour memory (its memory reducer then collects incrementally); only if
- * no full GC comes within the grace is a regular one forced, and a last-resort one only if V8
- * ran none after that either; a reading begun meanwhile cancels what is pending and turns the
- * memory saving off; nothing runs again until the next idle period. The collector is V8's,
- * taken without a node flag and without a global `gc`.
+ * no full GC comes within the grace is one forced; a reading begun meanwhile cancels what is
+ * pending and turns the memory saving off; nothing runs again until the next idle period. The
+ * collector is V8's, taken without a node flag and without a global `gc`.
  */
 import { performance } from 'node:perf_hooks';
 import t from 'tap';
@@ -17,34 +16,24 @@ async function until(cond: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !cond(); i++) await sleep(10);
 }
 
-/**
- * A heap that records what it is asked. V8's memory reducer: 'armed' collects by itself,
- * 'after-regular' only once a regular full GC re-armed it, 'never' not at all.
- */
-function fakeHeap(reducer: 'armed' | 'after-regular' | 'never') {
+/** A heap that records what it is asked; V8's memory reducer 'armed' collects by itself. */
+function fakeHeap(reducer: 'armed' | 'never') {
   const calls: string[] = [];
   const heap: IdleHeap = {
     saveMemory() {
       calls.push('save');
-      return () => {
-        const regular = calls.includes('collect regular') ? 1 : 0;
-        return reducer === 'armed' ? 1 : reducer === 'after-regular' ? 2 * regular : regular;
-      };
+      return () => (reducer === 'armed' ? 1 : 0);
     },
     restore: () => void calls.push('restore'),
-    collect: (flavor) => void calls.push(`collect ${flavor}`),
+    collect: () => void calls.push('collect'),
   };
   return { heap, calls };
 }
 
-const expected = {
-  armed: ['save'],
-  'after-regular': ['save', 'collect regular'],
-  never: ['save', 'collect regular', 'collect last-resort'],
-};
+const expected = { armed: ['save'], never: ['save', 'collect'] };
 
-t.test("idle: memory saving first; forced collections only where V8's reducer did not collect", async (t) => {
-  for (const reducer of ['armed', 'after-regular', 'never'] as const) {
+t.test("idle: memory saving first; a forced collection only where V8's reducer did not collect", async (t) => {
+  for (const reducer of ['armed', 'never'] as const) {
     const rs = new Readings(0);
     const { heap, calls } = fakeHeap(reducer);
     installIdleGc(rs, 150, heap, 60);
@@ -86,7 +75,7 @@ t.test("V8's heap: the probe sees a full GC; what a released reading left is col
   const heap = v8Heap()!;
   const fullGcs = heap.saveMemory();
   const before = fullGcs();
-  heap.collect('regular');
+  gc!({ type: 'major', execution: 'sync', flavor: 'regular' });
   await until(() => fullGcs() !== before);
   t.equal(fullGcs(), before + 1, 'a full GC is counted');
   heap.restore();
