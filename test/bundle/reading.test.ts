@@ -7,8 +7,8 @@
  *   containers and sandboxes a fixed number of times, however many containers there
  *   are (without one reading each per-container route lists again: O(containers²)); each
  *   container's status is asked a fixed number of times.
- * - The kubepods walk (readdir of kubepods.slice, counted on the real HostFs,
- *   calling through) is made a fixed number of times per capture.
+ * - The kubepods walk (its first step, the listing of /sys/fs/cgroup for the kubepods roots,
+ *   counted on the real HostFs, calling through) is made a fixed number of times per capture.
  * - Nothing outlives the reading: a container the runtime lists after the capture
  *   is in the next answer.
  * - GET /v1/bundle over real HTTP writes ONE audit line, with the count of inner
@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { captureBundle } from '../../src/bundle/capture.js';
+import { CGROUP_MOUNT } from '../../src/readers/cgroup/cgroups.js';
 import { routeKey } from '../../src/bundle/format.js';
 import { readBundle } from '../../src/bundle/read.js';
 import type { ResolvedDir } from '../../src/readers/hostfs/hostfs.js';
@@ -36,11 +37,12 @@ async function fakeNode(pods: number, perPod: number) {
   const cri = new FakeCriServer(host.node);
   await cri.start();
   const a = await testApp(['--host-root', host.root, '--cri-endpoint', cri.endpoint, '--kmsg-path', host.kmsg, '--kubelet-healthz', 'http://127.0.0.1:1/healthz', '--journalctl', '/nonexistent']);
-  // the walk's first step, counted on the real HostFs (the call goes through)
+  // the walk's first step, counted on the real HostFs (the call goes through): the listing of the
+  // cgroup mount for the kubepods roots (the cgroups below are listed without HostFs.readdir)
   let walks = 0;
   const readdir = a.deps.hostFs.readdir.bind(a.deps.hostFs);
   a.deps.hostFs.readdir = ((d: ResolvedDir, ...rest: unknown[]) => {
-    if (d.hostPath === '/sys/fs/cgroup/kubepods.slice') walks++;
+    if (d.hostPath === CGROUP_MOUNT) walks++;
     return (readdir as (...args: unknown[]) => ReturnType<typeof readdir>)(d, ...rest);
   }) as typeof readdir;
   return {
