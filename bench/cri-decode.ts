@@ -9,7 +9,8 @@
 import { readFileSync } from 'node:fs';
 import protobuf from 'protobufjs/light.js';
 import { decodeContainerEnd, decodeContainerList, decodeSandboxList } from '../src/readers/cri/decode.js';
-import { nanosToRfc3339, redactListed, toContainers, toPodSandboxes } from '../src/readers/cri/normalize.js';
+import { nanosToRfc3339, redactListed } from '../src/readers/cri/normalize.js';
+import { toContainers, toPodSandboxes } from '../test/helpers/cri-generic.js';
 import { CRI_DESCRIPTOR_PATH, PROTO_OPTIONS } from '../src/readers/cri/proto.js';
 const root = protobuf.Root.fromJSON(JSON.parse(readFileSync(CRI_DESCRIPTOR_PATH, 'utf8')));
 const LC = root.lookupType('runtime.v1.ListContainersResponse'), LS = root.lookupType('runtime.v1.ListPodSandboxResponse'), SR = root.lookupType('runtime.v1.ContainerStatusResponse');
@@ -25,7 +26,7 @@ const sandboxes = Array.from({ length: 250 }, (_, i) => ({ id: i.toString(16).pa
 const bc = LC.encode(LC.fromObject({ containers })).finish(), bs = LS.encode(LS.fromObject({ items: sandboxes })).finish();
 const statuses = containers.map((c, i) => SR.encode(SR.fromObject({ status: { id: c.id, metadata: c.metadata, state: 1, createdAt: c.createdAt, startedAt: String(now + BigInt(i)), finishedAt: '0', exitCode: 0, image: c.image, imageRef: c.imageRef, reason: '', message: '', labels: c.labels, annotations: c.annotations, mounts: [{ containerPath: '/var/run/secrets/kubernetes.io/serviceaccount', hostPath: '/var/lib/kubelet/pods/x/volumes/kubernetes.io~projected/kube-api-access-abcde', readonly: true }, { containerPath: '/etc/hosts', hostPath: '/var/lib/kubelet/pods/x/etc-hosts' }, { containerPath: '/dev/termination-log', hostPath: '/var/lib/kubelet/pods/x/containers/c/0' }], logPath: `/var/log/pods/x/c/0.log` }, info: {} })).finish());
 const generic = async () => {
-  await toContainers((LC.toObject(LC.decode(bc), conv) as any).containers, async () => {}); await toPodSandboxes((LS.toObject(LS.decode(bs), conv) as any).items, async () => {});
+  await toContainers((LC.toObject(LC.decode(bc), conv) as any).containers); await toPodSandboxes((LS.toObject(LS.decode(bs), conv) as any).items);
   for (const b of statuses) { const s: any = (ER.toObject(ER.decode(b), conv) as any).status ?? {}; ({ id: s.id, state: s.state, startedAt: nanosToRfc3339(s.startedAt), finishedAt: nanosToRfc3339(s.finishedAt), exitCode: Number(s.exitCode ?? 0), reason: s.reason ?? '' }); }
 };
 const direct = async () => {

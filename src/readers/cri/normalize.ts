@@ -3,7 +3,6 @@
  * int64 as decimal strings, enums as names) to nodetruth's runtime records.
  */
 import type {
-  Container,
   ContainerState,
   ContainerStatus,
   FilesystemUsage,
@@ -83,21 +82,9 @@ export function toPodSandbox(p: Wire): PodSandbox {
 }
 
 /**
- * A list answer's items normalized in slices (lib/turns): ListContainers of 3,000 containers
- * costs ~10-40 ms of redaction and timestamps on the 2-core machine, in one stretch with the
- * list's own decode and the other work resumed in that tick.
- */
-export function toPodSandboxes(items: readonly Wire[], pause?: () => Promise<unknown>): Promise<PodSandbox[]> {
-  return mapSliced(items, toPodSandbox, { maxItems: LIST_SLICE, ...(pause ? { pause } : {}) });
-}
-
-export function toContainers(items: readonly Wire[], pause?: () => Promise<unknown>): Promise<Container[]> {
-  return mapSliced(items, toContainer, { maxItems: LIST_SLICE, ...(pause ? { pause } : {}) });
-}
-
-/**
- * A list decoded by decode.ts, its labels and annotations redacted in place, in slices as
- * toContainers / toPodSandboxes do: the same records those give for the same message.
+ * A list decoded by decode.ts, its labels and annotations redacted in place, in slices
+ * (lib/turns): at 3,000 containers the redaction costs ~10-40 ms on the 2-core machine, in one
+ * stretch with the list's own decode and the other work resumed in that tick.
  */
 export function redactListed<T extends { labels: Record<string, string>; annotations: Record<string, string> }>(items: T[], pause?: () => Promise<unknown>): Promise<T[]> {
   return mapSliced(items, redactOwn, { maxItems: LIST_SLICE, ...(pause ? { pause } : {}) });
@@ -120,21 +107,6 @@ export function toPodSandboxDetail(res: Wire): PodSandboxDetail {
     network: s.network ? { ip: s.network.ip, additionalIps: (s.network.additionalIps ?? []).map((i: Wire) => i.ip) } : null,
     namespaceOptions: ns ? { network: ns.network, pid: ns.pid, ipc: ns.ipc, targetId: ns.targetId } : null,
     info: redactDeep(parseInfo(res.info)) as Record<string, unknown>,
-  };
-}
-
-export function toContainer(c: Wire): Container {
-  return {
-    id: c.id,
-    name: c.metadata?.name ?? '',
-    attempt: num(c.metadata?.attempt),
-    podId: c.podSandboxId,
-    image: c.image?.userSpecifiedImage || c.image?.image || '',
-    imageRef: c.imageRef ?? '',
-    state: c.state as ContainerState,
-    createdAt: nanosToRfc3339(c.createdAt),
-    labels: redactMap(c.labels ?? {}),
-    annotations: redactMap(c.annotations ?? {}),
   };
 }
 

@@ -10,7 +10,8 @@ import protobuf from 'protobufjs/light.js';
 import t, { type Test } from 'tap';
 import { CriClient } from '../../../src/readers/cri/client.js';
 import { decodeContainerEnd, decodeContainerList, decodeSandboxList } from '../../../src/readers/cri/decode.js';
-import { nanosToRfc3339, redactListed, toContainers, toPodSandboxes } from '../../../src/readers/cri/normalize.js';
+import { nanosToRfc3339, redactListed } from '../../../src/readers/cri/normalize.js';
+import { toContainers, toPodSandboxes } from '../../helpers/cri-generic.js';
 import { CRI_DESCRIPTOR_PATH, PROTO_OPTIONS } from '../../../src/readers/cri/proto.js';
 import { FakeCriServer, generateFakeNode } from '../../helpers/fake-cri.js';
 

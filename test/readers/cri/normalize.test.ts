@@ -3,18 +3,16 @@ import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { unavailableCause } from '../../../src/readers/cri/errors.js';
 import { resolvePrefix } from '../../../src/readers/cri/ids.js';
+import { redactMap } from '../../../src/redact.js';
 import {
   cgroupDriverOf,
   LIST_SLICE,
   MAX_INFO_JSON,
   nanosToRfc3339,
   parseInfo,
-  toContainer,
-  toContainers,
   toImage,
   toImageFsInfo,
-  toPodSandbox,
-  toPodSandboxes,
+  redactListed,
   toRuntimeStatus,
 } from '../../../src/readers/cri/normalize.js';
 import { containerd21Config, containerd21Status } from '../../fixtures/cri/containerd-2.1-status.js';
@@ -105,29 +103,21 @@ t.test('timestamps keep nanoseconds; 0 is unset', async (t) => {
   t.equal(nanosToRfc3339('0001795973917905087686'), '2026-11-29T17:38:37.905087686Z', 'leading zeros: the BigInt path');
 });
 
-t.test('lists are normalized in slices: the same records as one map, a yield every LIST_SLICE items', async (t) => {
-  const wire = (i: number) => ({
+t.test('lists are redacted in slices: the same records as one by one, a yield every LIST_SLICE items', async (t) => {
+  const item = (i: number) => ({
     id: `${i}`.padStart(64, 'c'),
-    podSandboxId: `${i >> 2}`.padStart(64, 'p'),
-    metadata: { name: `c${i % 4}`, attempt: '0' },
-    image: { image: 'sha256:abc', userSpecifiedImage: 'registry.example/app:1' },
-    imageRef: 'sha256:abc',
-    state: 'CONTAINER_RUNNING',
-    createdAt: `17959739${`${i}`.padStart(2, '0')}905087686`,
     labels: { 'io.kubernetes.pod.name': `pod-${i >> 2}` },
     annotations: { 'example.com/api-token': 'hunter2', 'io.kubernetes.container.restartCount': '0' },
   });
-  const containers = Array.from({ length: 2 * LIST_SLICE + 1 }, (_, i) => wire(i));
+  const items = Array.from({ length: 2 * LIST_SLICE + 1 }, (_, i) => item(i));
+  const oneByOne = items.map((c) => ({ ...c, labels: redactMap(c.labels), annotations: redactMap(c.annotations) }));
   let pauses = 0;
-  const out = await toContainers(containers, async () => pauses++);
-  t.same(out, containers.map(toContainer));
+  const out = await redactListed(items, async () => pauses++);
+  t.same(out, oneByOne);
   // one a LIST_SLICE items at least (more when a slice runs past lib/turns' SLICE_MS on a slow machine)
-  t.ok(pauses >= 2, `${containers.length} containers: ${pauses + 1} slices`);
-  t.not(out[7]!.annotations['example.com/api-token'], 'hunter2', 'redacted as one by one');
-  const sandboxes = containers.slice(0, LIST_SLICE + 1).map((c) => ({ id: c.podSandboxId, metadata: { name: 'p', namespace: 'ns', uid: 'u', attempt: '1' }, state: 'SANDBOX_READY', createdAt: c.createdAt, labels: {}, annotations: {} }));
-  pauses = 0;
-  t.same(await toPodSandboxes(sandboxes, async () => pauses++), sandboxes.map(toPodSandbox));
-  t.ok(pauses >= 1);
+  t.ok(pauses >= 2, `${items.length} items: ${pauses + 1} slices`);
+  t.not(out[7]!.annotations['example.com/api-token'], 'hunter2', 'redacted');
+  t.equal(out[7]!.annotations['io.kubernetes.container.restartCount'], '0', 'a kubelet annotation kept');
 });
 
 t.test('info values that are not JSON stay text', async (t) => {
