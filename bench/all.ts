@@ -18,7 +18,8 @@
  *  4. /v1/cgroups over HTTP vs a readFileSync loop over the same cgroups' STAT_FILES;
  *  5. /metrics over HTTP vs a readFileSync loop over the files its series use (the cgroups'
  *     METRIC_CGROUP_FILES and every /proc/<pid>/stat, for the D/Z process series);
- *  6. RSS idle after that round: 5 s after the last answer;
+ *  6. RSS idle after that round: once the idle GC has had its time (src/server/plugins/idle-gc.ts:
+ *     the memory reducer's check, else the forced collection), 15 s after the last answer;
  *  7. load: autocannon, 50 connections, `loadSeconds`, a random pick per request among
  *     /v1/containers, /v1/cgroups, /metrics, /v1/node; p50/p99, req/s, errors by status;
  *     RSS sampled every 250 ms and VmHWM (the process's peak since start); the agent's CPU
@@ -39,6 +40,7 @@ import { STAT_FILES } from '../src/readers/cgroup/stats.js';
 import { criServices } from '../src/readers/cri/proto.js';
 import { HostFs } from '../src/readers/hostfs/hostfs.js';
 import { mapLimit } from '../src/lib/concurrency.js';
+import { IDLE_GC_MS, REDUCER_GRACE_MS } from '../src/server/plugins/idle-gc.js';
 import { makeFakeScaleHost, type FakeScaleHost } from '../test/fixtures/fake-node.js';
 import { BUNDLE, freePort, hwmBytes, rssBytes, startAgentProcess, startFakeCriProcess, waitFor200, type Proc } from '../test/helpers/agent-process.js';
 import { ensureBuilt, machine, median, mib, pct, report, round, timeIt } from './lib.js';
@@ -185,7 +187,7 @@ async function measure(containers: number) {
     }, 200);
     await get('/v1/node');
     // 6
-    await sleep(5000);
+    await sleep(IDLE_GC_MS + REDUCER_GRACE_MS + 3000);
     const rssIdle = rssBytes(agent.pid);
     const loopBeforeLoad = await loopMaxMs(url);
 
