@@ -47,10 +47,10 @@ const EXIT_ANYWAY_MS = 4700;
 
 async function serve(argv: string[]): Promise<void> {
   const { config } = loadConfig(argv);
-  // what each reading leaves behind is collected once the old space grows half again past what a full GC kept
-  (await import('./server/plugins/heap-growth.js')).boundHeapGrowth();
   // the server and GET /v1/bundle, registered from bundle/ (the capture itself loads on its first request)
-  const [{ createLogger }, { buildApp }, { closeSources, createSources }, { LIVE_ROUTES }, { listenOnAll }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources.js'), import('./bundle/route.js'), import('./server/serve-addresses.js')]);
+  const [{ createLogger }, { buildApp }, { closeSources, createSources }, { LIVE_ROUTES }, { listenOnAll }, { boundHeapGrowth }] = await Promise.all([import('./agent.js'), import('./server/app.js'), import('./sources.js'), import('./bundle/route.js'), import('./server/serve-addresses.js'), import('./server/plugins/heap-growth.js')]);
+  // what each reading leaves behind is collected once the old space grows half again past what a full GC kept
+  boundHeapGrowth();
   const log = createLogger(config);
   const shutdown = new AbortController();
   const sources = createSources(config, log);
