@@ -26,8 +26,11 @@
  * hook (its client went away during an earlier one, such as a TokenReview) takes no slot:
  * its 'close' has been emitted and would never give the slot back.
  *
- * The requests a capture injects (bundle/routes.ts) take no slot and are never shed: the capture
- * bounds them itself, and a bundle whose heavy answers were 503s is a bundle of nothing.
+ * The requests a capture injects (bundle/routes.ts) take slots like any, so a capture holds no
+ * more full-node answers at once than clients can (the debug pod's heap is sized by that), but
+ * they are never shed: they wait as long as it takes, outside the queue's bound (a capture
+ * injects at most CAPTURE_LIMITS.concurrency at once, one capture at a time), because a bundle
+ * whose heavy answers were 503s is a bundle of nothing and its own deadline bounds it.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Problem } from '../../errors.js';
@@ -102,9 +105,7 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
   app.addHook('onRequest', async (req: FastifyRequest, reply) => {
     const route = req.routeOptions.url ?? '';
     if (!o.routes.has(route) || isFollow(req)) return;
-    // a capture's own requests: bounded by the capture (one at a time, CAPTURE_LIMITS.concurrency
-    // requests), shed here they would only leave holes in the bundle its caller waits for
-    if (Reading.current()?.capture) return;
+    const capture = Reading.current()?.capture === true;
     const hold = () => {
       let released = false;
       const give = () => {
@@ -128,7 +129,7 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
       hold();
       return;
     }
-    if (queue.length >= o.queued) throw overloaded(`${running} full-node answers are being built and ${queue.length} wait; try again shortly`);
+    if (!capture && queue.length >= o.queued) throw overloaded(`${running} full-node answers are being built and ${queue.length} wait; try again shortly`);
     await new Promise<void>((resolve, reject) => {
       const w: Waiter = {
         joins: () => !reply.raw.destroyed && o.joins(req, reply),
@@ -143,11 +144,13 @@ export function installLoadShed(app: FastifyInstance, options: Partial<LoadShedO
         const i = queue.indexOf(w);
         if (i >= 0) queue.splice(i, 1);
       };
-      const timer = setTimeout(() => {
-        leave();
-        reply.raw.off('close', gone);
-        reject(overloaded(`waited ${o.maxWaitMs} ms for one of ${o.running} slots for full-node answers; try again shortly`));
-      }, o.maxWaitMs);
+      const timer = capture
+        ? undefined
+        : setTimeout(() => {
+            leave();
+            reply.raw.off('close', gone);
+            reject(overloaded(`waited ${o.maxWaitMs} ms for one of ${o.running} slots for full-node answers; try again shortly`));
+          }, o.maxWaitMs);
       // the response closing before anything was written: the client went away while waiting
       const gone = () => {
         clearTimeout(timer);
