@@ -336,8 +336,26 @@ t.test('every expression returns data in real Prometheus, with the runtime answe
     const j = (await r.json()) as { status: string; error?: string; data?: { result: { metric: Record<string, string>; value: [number, string] }[] } };
     return j.status === 'success' ? { ok: true, n: j.data!.result.length, labels: j.data!.result.map((x) => x.metric) } : { ok: false, n: 0, error: j.error, labels: [] };
   };
-  // until both targets have samples from after the counters grew and the OOM kills were printed again
-  const deadline = Date.now() + 60_000;
+  // Every check below is evaluated at one moment when the latest scrape of both targets
+  // succeeded and each target has two successful scrapes in the minute before it (rate() and
+  // increase() need two samples). A scrape over its 1 s timeout (a loaded machine) marks all
+  // of that target's series stale until the next one: evaluated at "now", whichever
+  // expressions ran in that second came back empty.
+  const evaluationMoment = async (): Promise<{ at: number | undefined; scrapes: [number, string][][] }> => {
+    const upRange = await fetch(`${api}/query?query=${encodeURIComponent('up[1m]')}`).then((r) => r.json() as Promise<{ data: { result: { values: [number, string][] }[] } }>);
+    const scrapes = upRange.data.result.map((x) => x.values);
+    const latestAtOrBefore = (vals: [number, string][], time: number) => vals.filter(([ts]) => ts <= time).at(-1);
+    const upInMinuteBefore = (vals: [number, string][], time: number) => vals.filter(([ts, v]) => ts <= time && ts > time - 60 && v === '1').length;
+    const moment = scrapes
+      .flat()
+      .map(([ts]) => ts)
+      .sort((a, b) => b - a)
+      .find((time) => scrapes.length === 2 && scrapes.every((vals) => latestAtOrBefore(vals, time)?.[1] === '1' && upInMinuteBefore(vals, time) >= 2));
+    return { at: moment, scrapes };
+  };
+  // until both targets have samples from after the counters grew and the OOM kills were printed
+  // again, and a moment to evaluate at (below) exists; bounded for a machine where scrapes time out
+  const deadline = Date.now() + 120_000;
   let reprinted = false;
   for (;;) {
     // once Prometheus holds a few samples of both: new OOM kills in the kernel log, every container restarted
@@ -348,23 +366,14 @@ t.test('every expression returns data in real Prometheus, with the runtime answe
     }
     const r = await query('count by (node) (increase(nodetruth_kernel_oom_kills_total[1m]) > 0)').catch(() => null);
     const restarts = await query('delta(nodetruth_container_attempt{node="named"}[1m]) > 0').catch(() => null);
-    if ((r?.n === 2 && (restarts?.n ?? 0) > 0 && step >= 8) || Date.now() > deadline || prom.exitCode !== null) break;
+    const ready = r?.n === 2 && (restarts?.n ?? 0) > 0 && step >= 8 && (await evaluationMoment().catch(() => null))?.at !== undefined;
+    if (ready || Date.now() > deadline || prom.exitCode !== null) break;
     await new Promise((res) => setTimeout(res, 250));
   }
   t.ok(reprinted && step >= 8 && prom.exitCode === null, `prometheus scraped both agents (log: ${promLog.slice(0, 500)})`);
-  // Every check below is evaluated at one moment when the latest scrape of both targets
-  // succeeded. A scrape over its 1 s timeout (a loaded machine) marks all of that target's
-  // series stale until the next one: evaluated at "now", whichever expressions ran in that
-  // second came back empty.
-  const upRange = await fetch(`${api}/query?query=${encodeURIComponent('up[1m]')}`).then((r) => r.json() as Promise<{ data: { result: { values: [number, string][] }[] } }>);
-  const scrapes = upRange.data.result.map((x) => x.values);
-  const latestAtOrBefore = (vals: [number, string][], time: number) => vals.filter(([ts]) => ts <= time).at(-1);
-  at = scrapes
-    .flat()
-    .map(([ts]) => ts)
-    .sort((a, b) => b - a)
-    .find((time) => scrapes.length === 2 && scrapes.every((vals) => latestAtOrBefore(vals, time)?.[1] === '1'));
-  t.ok(at !== undefined, `a moment when the latest scrape of both targets succeeded (${JSON.stringify(scrapes)})`);
+  const moment = await evaluationMoment();
+  at = moment.at;
+  t.ok(at !== undefined, `a moment when the latest scrape of both targets succeeded, after two in its minute (${JSON.stringify(moment.scrapes)})`);
   const runtimeUp = await query('nodetruth_runtime_up');
   t.same(Object.fromEntries(runtimeUp.labels.map((l) => [l.node, 1])), { named: 1, unnamed: 1 }, 'both targets scraped');
   const unnamedWs = await query('container_memory_working_set_bytes{node="unnamed"}');
