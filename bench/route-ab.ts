@@ -3,20 +3,26 @@
  * its own process), each against the same baseline as bench/all.ts, in the same run:
  * - /v1/containers vs raw grpc-js ListContainers + ListPodSandbox + ContainerStatus of each,
  *   16 at a time;
- * - /v1/cgroups vs a readFileSync loop over the same cgroups' STAT_FILES.
+ * - /v1/cgroups vs a readFileSync loop over the same cgroups' STAT_FILES;
+ * - /metrics vs a readFileSync loop over the cgroups' METRIC_CGROUP_FILES and every
+ *   /proc/<pid>/stat (bench/all.ts's baseline).
  * Each round times the baseline and every agent once, the order rotating. The agents run with
  * `--max-age 0`, so every request is a reading of its own (what a request costs, not a shared answer).
  *
  *   NODETRUTH_AB="before=/tmp/a/dist/nodetruth.mjs,after=/tmp/b/dist/nodetruth.mjs" \
  *     npx tsx bench/route-ab.ts [containers=1000] [rounds=11] [routes=/v1/containers,/v1/cgroups]
+ *
+ * A build may carry node flags for its agent: `name=path/to/nodetruth.mjs+--flag+--other`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { criServices } from '../src/readers/cri/proto.js';
 import { mapLimit } from '../src/lib/concurrency.js';
 import { walkKubepods } from '../src/readers/cgroup/cgroups.js';
 import { STAT_FILES } from '../src/readers/cgroup/stats.js';
+import { METRIC_CGROUP_FILES } from '../src/metrics/inputs.js';
 import { HostFs } from '../src/readers/hostfs/hostfs.js';
 import { makeFakeScaleHost } from '../test/fixtures/fake-node.js';
 import { freePort, startFakeCriProcess } from '../test/helpers/agent-process.js';
@@ -60,14 +66,23 @@ try {
       (raw as unknown as Record<string, Function>)[method]!.call(raw, req, { deadline: Date.now() + 30_000 }, (err: Error | null, res: T) => (err ? reject(err) : resolve(res))),
     );
   const dirs = (await walkKubepods(new HostFs(host.root))).map((c) => c.dir.realPath);
+  const readLoop = (files: readonly string[]) => {
+    let n = 0;
+    for (const d of dirs) for (const f of files) n += readFileSync(`${d}/${f}`, 'utf8').length;
+    return n;
+  };
+  const statFiles = readdirSync(path.join(host.root, 'proc'))
+    .filter((n) => /^[1-9]\d*$/.test(n))
+    .map((n) => path.join(host.root, 'proc', n, 'stat'));
   const baselines: Record<string, () => Promise<unknown>> = {
     '/v1/containers': async () => {
       const [list] = await Promise.all([call<{ containers: { id: string }[] }>('ListContainers', {}), call('ListPodSandbox', {})]);
       await mapLimit(list.containers, 16, (c) => call('ContainerStatus', { containerId: c.id, verbose: false }));
     },
-    '/v1/cgroups': async () => {
-      let n = 0;
-      for (const d of dirs) for (const f of STAT_FILES) n += readFileSync(`${d}/${f}`, 'utf8').length;
+    '/v1/cgroups': async () => readLoop(STAT_FILES),
+    '/metrics': async () => {
+      let n = readLoop(METRIC_CGROUP_FILES);
+      for (const f of statFiles) n += readFileSync(f, 'utf8').length;
       return n;
     },
   };
