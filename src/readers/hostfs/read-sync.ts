@@ -1,5 +1,6 @@
 import { closeSync, constants, openSync, readdirSync, readlinkSync, readSync, type Dirent } from 'node:fs';
 import { isGone, judgeFdPath, type ResolvedDir } from './hostfs.js';
+import { assertName } from './host-path.js';
 
 const O_PATH = 0o10000000; // see hostfs.ts
 
@@ -45,20 +46,10 @@ export function readFilesInSync(dir: ResolvedDir, names: readonly string[], maxB
  */
 export function scanFilesInSync(dir: ResolvedDir, names: readonly string[], maxBytes: number, visit: (index: number, buf: Buffer, len: number) => void): boolean {
   const max = Math.min(maxBytes, BUF.length);
-  for (const name of names) {
-    if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
-      throw Object.assign(new Error(`not a plain file name: ${JSON.stringify(name)}`), { code: 'EINVAL' });
-    }
-  }
-  let dirFd: number;
+  for (const name of names) assertName(name);
+  const dirFd = openCheckedDir(dir);
+  if (dirFd === null) return false;
   try {
-    dirFd = openSync(dir.realPath, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  } catch (err) {
-    if (isGone(err)) return false;
-    throw err;
-  }
-  try {
-    if (judgeFdPath(readlinkSync(`/proc/self/fd/${dirFd}`), dir.realPath, dir.hostPath) === 'gone') return false;
     for (let i = 0; i < names.length; i++) {
       const len = readOne(`${dir.realPath}/${names[i]}`, max);
       if (len >= 0) visit(i, BUF, len);
@@ -67,6 +58,30 @@ export function scanFilesInSync(dir: ResolvedDir, names: readonly string[], maxB
   } finally {
     closeSync(dirFd);
   }
+}
+
+/**
+ * The directory opened O_PATH|O_NOFOLLOW and the kernel's name for that fd checked against
+ * dir.realPath (a link swapped into any component fails with EXDEV); null when it is gone.
+ * The caller closes the fd.
+ */
+function openCheckedDir(dir: ResolvedDir): number | null {
+  let dirFd: number;
+  try {
+    dirFd = openSync(dir.realPath, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if (isGone(err)) return null;
+    throw err;
+  }
+  try {
+    if (judgeFdPath(readlinkSync(`/proc/self/fd/${dirFd}`), dir.realPath, dir.hostPath) === 'ok') return dirFd;
+  } catch (err) {
+    closeSync(dirFd);
+    if (isGone(err)) return null;
+    throw err;
+  }
+  closeSync(dirFd);
+  return null;
 }
 
 /** The file's length in BUF, -1 when it is missing (or a link: O_NOFOLLOW). */
@@ -106,17 +121,10 @@ function readOne(at: string, max: number): number {
  * error is thrown, as HostFs.readdir does. Callers yield between directories.
  */
 export function readdirInSync(dir: ResolvedDir): Dirent[] | null {
-  let dirFd: number;
+  const dirFd = openCheckedDir(dir);
+  if (dirFd === null) return null;
   try {
-    dirFd = openSync(dir.realPath, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-  } catch (err) {
-    if (isGone(err)) return null;
-    throw err;
-  }
-  try {
-    const at = `/proc/self/fd/${dirFd}`;
-    if (judgeFdPath(readlinkSync(at), dir.realPath, dir.hostPath) === 'gone') return null;
-    return readdirSync(at, { withFileTypes: true });
+    return readdirSync(`/proc/self/fd/${dirFd}`, { withFileTypes: true });
   } catch (err) {
     if (isGone(err)) return null;
     throw err;
