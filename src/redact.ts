@@ -70,19 +70,27 @@ export function redactCmdlines<T extends { cmdline: readonly string[] }>(rows: r
   });
 }
 
-/** Labels and annotations: by key, and JSON documents in values as documents. */
+/**
+ * Labels and annotations: by key, and JSON documents in values as documents. Never mutates
+ * its input; returns the input itself when nothing needed redaction (most maps: a reading of
+ * 1,000 containers copies none of them).
+ */
 export function redactMap(map: Record<string, string>): Record<string, string> {
   const b = budget();
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(map)) {
+  let out: Record<string, unknown> | undefined;
+  const keys = Object.keys(map);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    const v = map[k];
     let r: string;
     if (b.values <= 0) r = OVER;
     else if (SECRET_KEY.test(k)) r = REDACTED;
     else r = typeof v === 'string' ? stringValue(v, 0, b) : REDACTED;
     b.values--;
-    set(out, k, r);
+    if (out === undefined && r !== v) out = copyKeys(map, keys, i);
+    if (out !== undefined) set(out, k, r);
   }
-  return out;
+  return (out as Record<string, string> | undefined) ?? map;
 }
 
 /**

@@ -36,6 +36,13 @@ t.test('maps redact by key', async (t) => {
     'example.com/api-key': REDACTED,
     Authorization: REDACTED,
   });
+  const input = { 'app.kubernetes.io/name': 'web', 'example.com/api-key': 'k' };
+  const out = redactMap(input);
+  t.not(out, input, 'a map with a secret is copied');
+  t.same(input, { 'app.kubernetes.io/name': 'web', 'example.com/api-key': 'k' }, 'and left as it was');
+  t.same(Object.keys(out), ['app.kubernetes.io/name', 'example.com/api-key'], 'in its order');
+  const clean = { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'shop' };
+  t.equal(redactMap(clean), clean, 'a map with nothing to redact is the input itself');
 });
 
 t.test('deep redaction of a containerd verbose info document', async (t) => {
