@@ -16,7 +16,8 @@ import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { loadConfig, tlsEnabled } from '../../src/config.js';
 import { kubectlArgs, parseAttachArgs, REMOTE_PORT } from '../../src/launcher/attach.js';
 import { DEFAULT_AGENT_PORT } from '../../src/fleet/options.js';
-import { OPEN_ROUTES, ROUTE_RESOURCES } from '../../src/server/plugins/auth.js';
+import { OPEN_ROUTES } from '../../src/server/plugins/auth.js';
+import { ROUTE_RESOURCES } from '../../src/server/plugins/auth-decider.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -19,7 +19,7 @@ import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { AUTH_CACHE, authClocks } from '../../src/server/plugins/auth.js';
+import { AUTH_CACHE, authClocks } from '../../src/server/plugins/auth-decider.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 import { FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 

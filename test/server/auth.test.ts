@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import { AUTH_CACHE, authClocks, OPEN_ROUTES } from '../../src/server/plugins/auth.js';
+import { AUTH_CACHE, authClocks } from '../../src/server/plugins/auth-decider.js';
+import { OPEN_ROUTES } from '../../src/server/plugins/auth.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 import { FakeKubeApiServer } from '../helpers/fake-kube-apiserver.js';
 
@@ -300,7 +301,7 @@ t.test('a flood of unknown tokens is rate-limited per address and in total (429 
 });
 
 t.test('refused tokens fill their own cache; they never evict an allowed entry', async (t) => {
-  const { AuthDecider } = await import('../../src/server/plugins/auth.js');
+  const { AuthDecider } = await import('../../src/server/plugins/auth-decider.js');
   let tick = 0;
   // The caches' clock stands still while the flood runs (4,000 reviews can outlast the allowed
   // entry's 60 s on a loaded machine): only an eviction could take the entry. The bucket's
