@@ -73,13 +73,10 @@ export function leave(r: Reader, bound: { end: number; outer: number }): void {
 
 /** One map<string, string> entry into `into`, as protobufjs' map decoding and toObject's copy leave it. */
 export function readEntry(r: Reader, into: Record<string, string>, depth: number): void {
-  const end = r.uint32() + r.pos;
-  if (end > r.len) throw RangeError('index out of range');
-  const outer = r.len;
-  r.len = end;
+  const bound = enter(r);
   let k = '';
   let v = '';
-  while (r.pos < end) {
+  while (r.pos < bound.end) {
     const tag = r.uint32();
     switch (tag >>> 3) {
       case 1:
@@ -92,8 +89,7 @@ export function readEntry(r: Reader, into: Record<string, string>, depth: number
         r.skipType(tag & 7, depth);
     }
   }
-  if (r.pos !== end) throw RangeError('index out of range');
-  r.len = outer;
+  leave(r, bound);
   // an own property, as protobufjs makes it (util.makeProp), never the prototype
   if (k === '__proto__') Object.defineProperty(into, k, { value: v, enumerable: true, writable: true, configurable: true });
   else into[k] = v;
