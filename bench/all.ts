@@ -30,20 +30,17 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import autocannon from 'autocannon';
 import { METRIC_CGROUP_FILES } from '../src/metrics/inputs.js';
-import { walkKubepods } from '../src/readers/cgroup/cgroups.js';
 import { STAT_FILES } from '../src/readers/cgroup/stats.js';
 import { criServices } from '../src/readers/cri/proto.js';
-import { HostFs } from '../src/readers/hostfs/hostfs.js';
 import { mapLimit } from '../src/lib/concurrency.js';
 import { IDLE_GC_MS, REDUCER_GRACE_MS } from '../src/server/plugins/idle-gc.js';
 import { makeFakeScaleHost, type FakeScaleHost } from '../test/fixtures/fake-node.js';
 import { BUNDLE, freePort, hwmBytes, rssBytes, startAgentProcess, startFakeCriProcess, waitFor200, type Proc } from '../test/helpers/agent-process.js';
-import { ensureBuilt, machine, median, mib, pct, report, round, timeIt } from './lib.js';
+import { ensureBuilt, fileFloors, machine, median, mib, pct, report, round, timeIt } from './lib.js';
 
 const args = process.argv.slice(2);
 const sizes = (args[0] ?? '100,1000,3000').split(',').map(Number);
@@ -136,12 +133,7 @@ async function measure(containers: number) {
       if (res.status !== 200) throw new Error(`${p}: status ${res.status}: ${text.slice(0, 200)}`);
       return text;
     };
-    const dirs = (await walkKubepods(new HostFs(host.root))).map((c) => c.dir.realPath);
-    const readLoop = (files: readonly string[]) => () => {
-      let n = 0;
-      for (const d of dirs) for (const f of files) n += readFileSync(`${d}/${f}`, 'utf8').length;
-      return Promise.resolve(n);
-    };
+    const floors = await fileFloors(host.root);
     const rawContainers = async () => {
       const [list] = await Promise.all([call<{ containers: { id: string }[] }>('ListContainers', {}), call('ListPodSandbox', {})]);
       await mapLimit(list.containers, 16, (c) => call('ContainerStatus', { containerId: c.id, verbose: false }));
@@ -176,15 +168,8 @@ async function measure(containers: number) {
     };
     // 3-5
     const containersFig = await pair(agentGet('/v1/containers'), rawContainers, 1100);
-    const cgroupsFig = await pair(agentGet('/v1/cgroups'), readLoop(STAT_FILES), 200);
-    // the D/Z process series read every process's /proc/<pid>/stat: so does the baseline
-    const statFiles = readdirSync(path.join(host.root, 'proc')).filter((n) => /^[1-9]\d*$/.test(n)).map((n) => path.join(host.root, 'proc', n, 'stat'));
-    const metricsBase = readLoop(METRIC_CGROUP_FILES);
-    const metricsFig = await pair(agentGet('/metrics'), async () => {
-      let n = await metricsBase();
-      for (const f of statFiles) n += readFileSync(f, 'utf8').length;
-      return n;
-    }, 200);
+    const cgroupsFig = await pair(agentGet('/v1/cgroups'), async () => floors.cgroupsFloor(), 200);
+    const metricsFig = await pair(agentGet('/metrics'), async () => floors.metricsFloor(), 200);
     await get('/v1/node');
     // 6
     await sleep(IDLE_GC_MS + REDUCER_GRACE_MS + 3000);
@@ -238,13 +223,13 @@ async function measure(containers: number) {
     return {
       containers: host.node.containers.length,
       pods: host.node.pods.length,
-      cgroups: dirs.length,
+      cgroups: floors.cgroups,
       startToReadyzMs: { median: round(median(startup.agent)), min: round(Math.min(...startup.agent)), max: round(Math.max(...startup.agent)), bareNodeMedian: round(median(startup.bare)) },
       rssMiB: { afterStart: mib(rssStart), idleAfterOneRound: mib(rssIdle), loadMaxSampled: mib(Math.max(...samples)), peakVmHWM: mib(hwmBytes(agent.pid)), fiveSecondsAfterLoad: mib(rssAfterLoad) },
       heapAfterLoadMiB: heap,
       v1Containers: { ...containersFig, vs: 'raw ListContainers + ListPodSandbox + ContainerStatus each, 16 at a time', bytes: bytes['/v1/containers'] },
-      v1Cgroups: { ...cgroupsFig, vs: `readFileSync loop, ${dirs.length} cgroups × ${STAT_FILES.length} files`, bytes: bytes['/v1/cgroups'] },
-      metrics: { ...metricsFig, vs: `readFileSync loop, ${dirs.length} cgroups × ${METRIC_CGROUP_FILES.length} files + ${statFiles.length} /proc/<pid>/stat`, bytes: bytes['/metrics'] },
+      v1Cgroups: { ...cgroupsFig, vs: `readFileSync loop, ${floors.cgroups} cgroups × ${STAT_FILES.length} files`, bytes: bytes['/v1/cgroups'] },
+      metrics: { ...metricsFig, vs: `readFileSync loop, ${floors.cgroups} cgroups × ${METRIC_CGROUP_FILES.length} files + ${floors.statFiles} /proc/<pid>/stat`, bytes: bytes['/metrics'] },
       load: {
         routes: LOAD_ROUTES,
         seconds: loadSeconds,

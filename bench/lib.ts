@@ -4,9 +4,13 @@
  * description every figure in RESULTS.md carries; small statistics.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import path from 'node:path';
+import { METRIC_CGROUP_FILES } from '../src/metrics/inputs.js';
+import { walkKubepods } from '../src/readers/cgroup/cgroups.js';
+import { STAT_FILES } from '../src/readers/cgroup/stats.js';
+import { HostFs } from '../src/readers/hostfs/hostfs.js';
 import { makeFakeScaleHost, type FakeScaleHost } from '../test/fixtures/fake-node.js';
 import { BUNDLE, REPO, startAgentProcess, startFakeCriProcess, type Proc } from '../test/helpers/agent-process.js';
 
@@ -204,5 +208,33 @@ export function memoryBreakdown(s: MemorySample): Record<string, number | string
     external: mib(s.external),
     arrayBuffers: mib(s.arrayBuffers),
     'rss − heap − external': mib(s.rss - s.heapTotal - s.external),
+  };
+}
+
+/**
+ * The file floors the routes are measured against: a readFileSync loop over the kubepods
+ * cgroups' STAT_FILES (/v1/cgroups), and over their METRIC_CGROUP_FILES plus every
+ * /proc/<pid>/stat (/metrics: its D/Z process series read each process's stat). Each returns
+ * the characters read.
+ */
+export async function fileFloors(root: string): Promise<{ cgroups: number; statFiles: number; cgroupsFloor: () => number; metricsFloor: () => number }> {
+  const dirs = (await walkKubepods(new HostFs(root))).map((c) => c.dir.realPath);
+  const statFiles = readdirSync(path.join(root, 'proc'))
+    .filter((n) => /^[1-9]\d*$/.test(n))
+    .map((n) => path.join(root, 'proc', n, 'stat'));
+  const readLoop = (files: readonly string[]) => {
+    let n = 0;
+    for (const d of dirs) for (const f of files) n += readFileSync(`${d}/${f}`, 'utf8').length;
+    return n;
+  };
+  return {
+    cgroups: dirs.length,
+    statFiles: statFiles.length,
+    cgroupsFloor: () => readLoop(STAT_FILES),
+    metricsFloor: () => {
+      let n = readLoop(METRIC_CGROUP_FILES);
+      for (const f of statFiles) n += readFileSync(f, 'utf8').length;
+      return n;
+    },
   };
 }

@@ -15,18 +15,13 @@
  * A build may carry node flags for its agent: `name=path/to/nodetruth.mjs+--flag+--other`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import { criServices } from '../src/readers/cri/proto.js';
 import { mapLimit } from '../src/lib/concurrency.js';
-import { walkKubepods } from '../src/readers/cgroup/cgroups.js';
-import { STAT_FILES } from '../src/readers/cgroup/stats.js';
-import { METRIC_CGROUP_FILES } from '../src/metrics/inputs.js';
-import { HostFs } from '../src/readers/hostfs/hostfs.js';
 import { makeFakeScaleHost } from '../test/fixtures/fake-node.js';
 import { freePort, startFakeCriProcess } from '../test/helpers/agent-process.js';
-import { machine, median, report, round, timeIt } from './lib.js';
+import { fileFloors, machine, median, report, round, timeIt } from './lib.js';
 
 /** utime + stime of a process, in ms (clock ticks of 10 ms) */
 const cpuMs = (pid: number) => {
@@ -65,26 +60,14 @@ try {
     new Promise<T>((resolve, reject) =>
       (raw as unknown as Record<string, Function>)[method]!.call(raw, req, { deadline: Date.now() + 30_000 }, (err: Error | null, res: T) => (err ? reject(err) : resolve(res))),
     );
-  const dirs = (await walkKubepods(new HostFs(host.root))).map((c) => c.dir.realPath);
-  const readLoop = (files: readonly string[]) => {
-    let n = 0;
-    for (const d of dirs) for (const f of files) n += readFileSync(`${d}/${f}`, 'utf8').length;
-    return n;
-  };
-  const statFiles = readdirSync(path.join(host.root, 'proc'))
-    .filter((n) => /^[1-9]\d*$/.test(n))
-    .map((n) => path.join(host.root, 'proc', n, 'stat'));
+  const floors = await fileFloors(host.root);
   const baselines: Record<string, () => Promise<unknown>> = {
     '/v1/containers': async () => {
       const [list] = await Promise.all([call<{ containers: { id: string }[] }>('ListContainers', {}), call('ListPodSandbox', {})]);
       await mapLimit(list.containers, 16, (c) => call('ContainerStatus', { containerId: c.id, verbose: false }));
     },
-    '/v1/cgroups': async () => readLoop(STAT_FILES),
-    '/metrics': async () => {
-      let n = readLoop(METRIC_CGROUP_FILES);
-      for (const f of statFiles) n += readFileSync(f, 'utf8').length;
-      return n;
-    },
+    '/v1/cgroups': async () => floors.cgroupsFloor(),
+    '/metrics': async () => floors.metricsFloor(),
   };
   const bodies = new Map<string, string>();
   const out: Record<string, unknown> = {};

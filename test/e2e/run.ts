@@ -160,24 +160,21 @@ for (const suite of suites) {
 
     before(
       async () => {
-        try {
-          await bringUpNode();
-        } catch (err) {
-          // a guest whose kernel panicked before any scenario ran (NodeVm.panicked) is brought
-          // up once more, on a new guest; any other failure, or a second panic, is the run's
-          if (!vm?.panicked()) {
-            failed = true;
-            throw err;
-          }
-          log(`${suite}: the guest's kernel panicked during bring-up (${vm.serialLog}); a new guest, once`);
-          timings.bringUpRetries = 1;
-          await vm.stop();
-          await fake?.stop().catch(() => undefined);
+        // a guest whose kernel panicked before any scenario ran (NodeVm.panicked) is brought
+        // up once more, on a new guest; any other failure, or a second panic, is the run's
+        for (let attempt = 1; ; attempt++) {
           try {
             await bringUpNode();
-          } catch (again) {
-            failed = true;
-            throw again;
+            break;
+          } catch (err) {
+            if (attempt >= 2 || !vm?.panicked()) {
+              failed = true;
+              throw err;
+            }
+            log(`${suite}: the guest's kernel panicked during bring-up (${vm.serialLog}); a new guest, once`);
+            timings.bringUpRetries = 1;
+            await vm.stop();
+            await fake?.stop().catch(() => undefined);
           }
         }
         readyAt = Date.now();
