@@ -307,7 +307,7 @@ t.test('every expression returns data in real Prometheus, with the runtime answe
   const targets = Object.entries(ports)
     .map(([k, port]) => `      - targets: ['127.0.0.1:${port}']\n        labels: {node: ${k}}\n`)
     .join('');
-  writeFileSync(path.join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 2s\n  scrape_timeout: 2s\nscrape_configs:\n  - job_name: nodetruth\n    static_configs:\n${targets}`);
+  writeFileSync(path.join(dir, 'prometheus.yml'), `global:\n  scrape_interval: 5s\n  scrape_timeout: 5s\nscrape_configs:\n  - job_name: nodetruth\n    static_configs:\n${targets}`);
   const promPort = await freePort();
   const prom = spawn(PROMETHEUS, [`--config.file=${dir}/prometheus.yml`, `--storage.tsdb.path=${dir}/data`, `--web.listen-address=127.0.0.1:${promPort}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let promLog = '';
@@ -340,10 +340,11 @@ t.test('every expression returns data in real Prometheus, with the runtime answe
     return j.status === 'success' ? { ok: true, n: j.data!.result.length, labels: j.data!.result.map((x) => x.metric) } : { ok: false, n: 0, error: j.error, labels: [] };
   };
   // Every check below is evaluated at one moment when the latest scrape of both targets
-  // succeeded and each target has two successful scrapes in the minute before it (rate() and
-  // increase() need two samples). A scrape over its 2 s timeout (a loaded machine) marks all
-  // of that target's series stale until the next one: evaluated at "now", whichever
-  // expressions ran in that second came back empty.
+  // succeeded and each target has three successful scrapes in the minute before it (rate() and
+  // increase() need two samples of a series, and a series such as a CRI call's histogram
+  // appears one scrape after the call). A scrape over its 5 s timeout (a loaded machine: the
+  // agents share this process with the test) marks all of that target's series stale until the
+  // next one: evaluated at "now", whichever expressions ran in that second came back empty.
   const evaluationMoment = async (): Promise<{ at: number | undefined; scrapes: [number, string][][] }> => {
     const upRange = await fetch(`${api}/query?query=${encodeURIComponent('up[1m]')}`).then((r) => r.json() as Promise<{ data: { result: { values: [number, string][] }[] } }>);
     const scrapes = upRange.data.result.map((x) => x.values);
@@ -353,7 +354,7 @@ t.test('every expression returns data in real Prometheus, with the runtime answe
       .flat()
       .map(([ts]) => ts)
       .sort((a, b) => b - a)
-      .find((time) => scrapes.length === 2 && scrapes.every((vals) => latestAtOrBefore(vals, time)?.[1] === '1' && upInMinuteBefore(vals, time) >= 2));
+      .find((time) => scrapes.length === 2 && scrapes.every((vals) => latestAtOrBefore(vals, time)?.[1] === '1' && upInMinuteBefore(vals, time) >= 3));
     return { at: moment, scrapes };
   };
   // until both targets have samples from after the counters grew and the OOM kills were printed
@@ -385,10 +386,14 @@ t.test('every expression returns data in real Prometheus, with the runtime answe
     if (found !== undefined || Date.now() > deadline || prom.exitCode !== null) break;
     await new Promise((res) => setTimeout(res, 250));
   }
-  t.ok(reprints > 0 && step >= 8 && prom.exitCode === null, `prometheus scraped both agents (last ${JSON.stringify(waiting)}; log: ${promLog.slice(0, 500)})`);
+  const slowest = await fetch(`${api}/query?query=${encodeURIComponent('max_over_time(scrape_duration_seconds[5m])')}`)
+    .then((r) => r.json() as Promise<{ data: { result: { metric: { node: string }; value: [number, string] }[] } }>)
+    .then((j) => j.data.result.map((x) => `${x.metric.node} ${x.value[1]} s`).join(', '))
+    .catch(() => '');
+  t.ok(reprints > 0 && step >= 8 && prom.exitCode === null, `prometheus scraped both agents (last ${JSON.stringify(waiting)}; slowest scrape: ${slowest}; log: ${promLog.slice(0, 500)})`);
   const moment = await evaluationMoment();
   at = found;
-  t.ok(at !== undefined, `a moment when the latest scrape of both targets succeeded, after two in its minute (${JSON.stringify(moment.scrapes)})`);
+  t.ok(at !== undefined, `a moment when the latest scrape of both targets succeeded, after three in its minute (${JSON.stringify(moment.scrapes)})`);
   const runtimeUp = await query('nodetruth_runtime_up');
   t.same(Object.fromEntries(runtimeUp.labels.map((l) => [l.node, 1])), { named: 1, unnamed: 1 }, 'both targets scraped');
   const unnamedWs = await query('container_memory_working_set_bytes{node="unnamed"}');
