@@ -258,11 +258,13 @@ t.test('follow: NDJSON events through the real server, ended by the client', asy
 t.test('triage findings name their window of the timeline', async (t) => {
   const r = await app.inject({ method: 'GET', url: '/v1/triage', headers: { host: '127.0.0.1' } });
   const report = r.json() as { findings: Array<{ id: string; window?: { since: string; until: string } }> };
-  // triage times the ring with the agent's own boot, not this fixture's btime: its one hung task
-  // in the hour is the record stamped 30 years on, which is no time for a window either
+  // triage times the ring with the agent's own boot, not this fixture's btime: the captured hung
+  // tasks (589 s after boot) are in the hour only on a machine up for 10 to 70 minutes, and give
+  // their window then; the record stamped 30 years on never makes one
   const hung = report.findings.find((f) => f.id === 'kernel-hung-task');
   t.ok(hung, report.findings.map((f) => f.id).join(', '));
-  t.equal(hung!.window, undefined, 'a record later than now gives no window');
+  const until = hung!.window === undefined ? null : Date.parse(hung!.window.until);
+  t.ok(until === null || until <= Date.now() + 60_000, `a record later than now gives no window (${JSON.stringify(hung!.window)})`);
   t.notOk(report.findings.find((f) => f.id === 'runtime-slow')?.window, 'a rule without times gives none');
   if (!haveJournal) return;
   const pleg = report.findings.find((f) => f.id === 'kubelet-pleg-unhealthy');
