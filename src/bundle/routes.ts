@@ -9,6 +9,10 @@ import { aborted, CAPTURE_LIMITS, errText, now, type CaptureContext } from './wr
 
 /** Routes a bundle does not capture: itself, and the spec (stored separately). */
 const SKIP_ROUTES = new Set(['/v1/bundle', '/openapi.json']);
+/** The answers whose ids the per-item routes take. */
+const LISTS = new Set(['/v1/pods', '/v1/containers', '/v1/cgroups']);
+/** Routes taken alone, before the rest: the runtime's own reads. */
+const RUNTIME_FIRST = new Set(['/v1/runtime', '/v1/pods', '/v1/containers']);
 
 interface Answer {
   status: number;
@@ -71,11 +75,17 @@ export async function captureRoutes(ctx: CaptureContext): Promise<{ logs: Map<st
     if (p !== '/metrics' && p !== '/healthz') fixed.push(withParam(url, 'format=text'));
   }
   const answers = new Map<string, Answer | null>();
-  await mapLimit(fixed, CAPTURE_LIMITS.concurrency, async (url) => {
+  const store = async (url: string) => {
     const a = await storeRoute(ctx, url);
-    // only the two lists whose ids the per-item routes need are kept
-    if (url === '/v1/pods' || url === '/v1/containers' || url === '/v1/cgroups') answers.set(url, a);
-  });
+    // only the lists whose ids the per-item routes need are kept
+    if (LISTS.has(url)) answers.set(url, a);
+  };
+  // The runtime's lists first, one at a time: with every other route running beside them, a
+  // slow node's agent handles their answers past the CRI deadline (seen under TCG: the lists
+  // 504 in the capture while the node's other agent had them). Inside the capture's reading
+  // the routes after them reuse what they read.
+  for (const url of fixed) if (RUNTIME_FIRST.has(url)) await store(url);
+  await mapLimit(fixed.filter((url) => !RUNTIME_FIRST.has(url)), CAPTURE_LIMITS.concurrency, store);
 
   const pods = ((json(answers.get('/v1/pods') ?? null) as { items?: { id?: unknown }[] } | null)?.items ?? []).map((p) => p.id).filter(isHexId);
   const fromCri = ((json(answers.get('/v1/containers') ?? null) as { items?: { id?: unknown }[] } | null)?.items ?? []).map((c) => c.id).filter(isHexId);

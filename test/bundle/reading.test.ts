@@ -114,6 +114,19 @@ t.test('one capture lists the runtime and walks the cgroups a fixed number of ti
   t.same([...observed], [big.m.capturedAt], 'every stored answer observed when the capture began');
 });
 
+t.test("the runtime's routes are taken first and alone, then the rest beside each other", async (t) => {
+  const c = await countedCapture(2, 2);
+  t.teardown(() => c.n.close());
+  // sections are recorded as they start: the three after the spec started one after another,
+  // each once the one before it had answered (a slow node's agent otherwise answers them past
+  // the CRI deadline while every other route runs beside them)
+  const names = c.m.sections.filter((s) => s.kind === 'route').map((s) => s.name);
+  t.same(names.slice(0, 4).sort(), ['/openapi.json', '/v1/containers', '/v1/pods', '/v1/runtime'], `the first route sections: ${names.slice(0, 6).join(', ')}`);
+  const first = c.m.sections.filter((s) => ['/v1/runtime', '/v1/pods', '/v1/containers'].includes(s.name));
+  t.same(first.map((s) => s.status), [200, 200, 200], 'each answered 200');
+  t.ok(names.includes('/v1/runtime?format=text') && names.indexOf('/v1/runtime?format=text') > 3, 'their text forms come with the rest');
+});
+
 t.test('nothing outlives the reading: after a capture every answer reads the node again', async (t) => {
   const n = await fakeNode(2, 2);
   t.teardown(() => n.close());
