@@ -24,11 +24,18 @@
 #                                       # /v1/node/drift of that agent against the real API
 #                                       # server: a pod never started, kubelet stopped, a pod
 #                                       # force-deleted while it is; kubelet started again
+#   bash scripts/dev-cluster.sh runtime-check
+#                                       # containerd frozen with SIGSTOP under that agent: the
+#                                       # runtime routes 504 within the CRI deadline, the rest
+#                                       # 200, triage's runtime-not-answering, then 200 again
 #   bash scripts/dev-cluster.sh fleet-check [ARGS...]
 #                                       # scripts/cluster/fleet-check.sh ARGS against this
 #                                       # cluster: KUBECONFIG (admin), PATH with the
 #                                       # release's kubectl first, NODETRUTH_DEV_CLUSTER_DIR
 #                                       # (absolute), NODETRUTH_DEV_NODE, NODETRUTH_KUBE_BIN
+#   bash scripts/dev-cluster.sh guest SCRIPT [SECONDS]
+#                                       # SCRIPT as root in the node (default 60 s), its
+#                                       # output and status (the check scripts' way in)
 #   bash scripts/dev-cluster.sh down    # stop every process `up` started, by PID
 #
 # State in $NODETRUTH_DEV_CLUSTER_DIR (default .dev-cluster/, gitignored):
@@ -1009,6 +1016,84 @@ YAML
   tap_end drift-check "$t0"
 }
 
+# agent_once PATH OUT: one request as oncall, never asked again; prints "STATUS SECONDS"
+agent_once() {
+  curl -sS -o "$2" -w '%{http_code} %{time_total}' --max-time 60 --cacert "$AGENT_CERT" --pinnedpubkey "$AGENT_PIN" \
+    --connect-to "$GUEST_ADDR:7070:127.0.0.1:$AGENT_PORT" -H "@$DIR/tokens/oncall" "https://$GUEST_ADDR:7070$1" 2>>"$DIR/curl.err" || true
+}
+
+containerd_signal() { guest "kill -$1 \"\$(systemctl show -p MainPID --value containerd.service)\"" 30; }
+
+# A wedged runtime under the real kubelet: containerd frozen with SIGSTOP in the node, the
+# DaemonSet's agent asked as oncall. The runtime routes answer 504 within the CRI deadline
+# (2 s) plus the slack a TCG guest needs; what does not need the runtime (cgroups, the
+# agent's own container's log file and processes) answers 200; /v1/triage names
+# runtime-not-answering; after SIGCONT the runtime routes answer 200 again. The freeze is
+# kept under a minute: kubelet's PLEG calls the node unhealthy after three.
+runtime_check() {
+  local t0 cid pid r code secs path
+  local work=$DIR/runtime-check
+  node_ready
+  t0=$(now)
+  daemonset_up
+  agent_tls
+  callers
+  rm -rf "$work"
+  mkdir -p "$work"
+  [[ $(agent_get /v1/containers "$DIR/tokens/oncall" "$work/containers.json") == 200 ]] ||
+    die "the agent does not answer /v1/containers as oncall: run daemonset-check"
+  cid=$(jq -r --arg p "$AGENT_POD" '[.items[] | select(.podName == $p and .state == "CONTAINER_RUNNING")][0].id // empty' "$work/containers.json")
+  [[ -n $cid ]] || die "the agent's own container ($AGENT_POD) is not in /v1/containers"
+  [[ $(agent_get "/v1/containers/$cid/processes" "$DIR/tokens/oncall" "$work/processes-before.json") == 200 ]] ||
+    die "/v1/containers/{id}/processes of the agent's container did not answer"
+  pid=$(jq -r '[.items[].pid][0] // empty' "$work/processes-before.json")
+
+  CONTAINERD_STOPPED=1
+  trap '[[ ${CONTAINERD_STOPPED:-0} == 1 ]] && { log "containerd continued"; containerd_signal CONT >&2 || true; }' EXIT
+  containerd_signal STOP
+  for path in /v1/runtime /v1/containers /v1/pods "/v1/containers/$cid"; do
+    read -r code secs <<<"$(agent_once "$path" "$work/wedged.json")"
+    if [[ $code == 504 ]] && awk -v s="$secs" 'BEGIN { exit !(s < 12) }' && jq -e '.type | length > 0' "$work/wedged.json" >/dev/null 2>&1; then
+      tap OK "containerd stopped: GET ${path/$cid/\{id\}} answers 504 in $secs s ($(jq -r .code "$work/wedged.json"))"
+    else
+      tap FAIL "containerd stopped: GET ${path/$cid/\{id\}} answers 504 within the CRI deadline and its slack (12 s)" "$code in $secs s: $(head -c 400 "$work/wedged.json")"
+    fi
+  done
+  read -r code secs <<<"$(agent_once /v1/cgroups "$work/cgroups.json")"
+  expect "containerd stopped: GET /v1/cgroups answers 200 ($code in $secs s)" \
+    jq -e --arg p "$(K -n "$AGENT_NS" get pod "$AGENT_POD" -o jsonpath='{.metadata.uid}')" 'any(.items[]; .podUid == $p)' "$work/cgroups.json"
+  read -r code secs <<<"$(agent_once "/v1/containers/$cid/logs?tailLines=3" "$work/logs.txt")"
+  expect "containerd stopped: the agent's own container log answers 200 from its file ($code in $secs s)" \
+    bash -c "[[ $code == 200 ]] && [[ -s '$work/logs.txt' ]]"
+  read -r code secs <<<"$(agent_once "/v1/containers/$cid/processes" "$work/processes.json")"
+  expect "containerd stopped: its processes answer 200 from the cgroup, pid $pid among them ($code in $secs s)" \
+    jq -e --argjson p "${pid:-0}" 'any(.items[]; .pid == $p)' "$work/processes.json"
+  read -r code secs <<<"$(agent_once /v1/triage "$work/triage.json")"
+  if [[ $code == 200 ]] && jq -e 'any(.findings[]; .id == "runtime-not-answering")' "$work/triage.json" >/dev/null 2>&1; then
+    tap OK "containerd stopped: /v1/triage finds runtime-not-answering ($(jq -r '[.findings[] | select(.id == "runtime-not-answering")][0].title' "$work/triage.json"))"
+  else
+    tap FAIL "containerd stopped: /v1/triage finds runtime-not-answering" "$code: $(jq -c '[.findings[]?.id]' "$work/triage.json" 2>/dev/null | head -c 600)"
+  fi
+  containerd_signal CONT
+  CONTAINERD_STOPPED=0
+  local t1 ok=0
+  t1=$(now)
+  for ((r = 0; r < 60; r++)); do
+    read -r code secs <<<"$(agent_once /v1/runtime "$work/runtime.json")"
+    [[ $code == 200 ]] && { ok=1; break; }
+    sleep 1
+  done
+  if ((ok)) && [[ $(agent_get /v1/containers "$DIR/tokens/oncall" "$work/containers-after.json") == 200 ]] &&
+    [[ $(agent_get /v1/pods "$DIR/tokens/oncall" "$work/pods-after.json") == 200 ]]; then
+    tap OK "containerd continued: the runtime routes answer 200 again ($(since "$t1") s after SIGCONT)"
+  else
+    tap FAIL "containerd continued: the runtime routes answer 200 again within a minute" "last: $code"
+  fi
+  node_ready
+  tap OK "the node is Ready after the freeze"
+  tap_end runtime-check "$t0"
+}
+
 # The fleet command's check (scripts/cluster/fleet-check.sh, its own) against this cluster.
 fleet_check() {
   # the tree's own copy (it runs that tree's src/cli.ts), else this checkout's
@@ -1049,6 +1134,8 @@ dispatch() {
   drift-check) recorded_bin && drift_check ;;
   fleet-check) shift; recorded_bin && fleet_check "$@" ;;
   workload-check) recorded_bin && workload_check ;;
+  runtime-check) recorded_bin && runtime_check ;;
+  guest) shift; guest "$@" ;;
   *) usage ;;
   esac
 }
