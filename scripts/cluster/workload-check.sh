@@ -12,6 +12,14 @@
 #     container created, started and exited with code 1
 #   - CPU throttling: spinner's busy loop under a 0.1-core limit; /v1/throttling names the
 #     container with more than half of its periods throttled; /v1/triage cpu-throttling
+#   - zombies: PID 1 execs into sleep and never reaps its 12 children; /v1/triage
+#     zombies-in-pod names the pod, from state Z in /proc/<pid>/stat
+#   - memory.high: dd after dd under a 64 MiB limit, the container cgroup's memory.high set
+#     to 8 MiB from the node; /v1/cgroups memory.events high growing, no OOM kill;
+#     /v1/triage memory-high-reclaim
+#   - hung tasks: frozen-writer's writers on a loop-mounted ext4 (hostPath) frozen with a
+#     4 s kernel.hung_task_timeout_secs; /v1/triage kernel-hung-task (kmsg) and
+#     processes-d-state by pod; thawed, nothing stays in D
 #   - `nodetruth attach node1 --capture -o FILE` (the real kubectl debug and port-forward),
 #     then `nodetruth serve --bundle FILE` on this host answers /v1/oom with the same kill
 # The agent is reached as a user reaches it: `kubectl port-forward` to the pod's loopback
@@ -46,15 +54,23 @@ chmod 700 "$WORK"
 CHECK_NAME=workload-check
 CHECK_POLL=2
 . scripts/cluster/check.sh
-need_tools kubectl jq openssl curl
+need_tools kubectl jq openssl curl mkfs.ext4
+# the node's shell (scripts/dev-cluster.sh guest): the loop file system, memory.high, fsfreeze
+node_sh() { bash scripts/dev-cluster.sh guest "$1" "${2:-60}"; }
+FREEZE=/var/lib/e2e-freeze
+FROZEN=0
+HUNG_TASK_SECS=4
 
 PF_PID=
 SERVE_PID=
 cleanup() {
+  ((FROZEN)) && node_sh "fsfreeze -u $FREEZE; cat /share/hung_task_timeout_secs.orig > /proc/sys/kernel/hung_task_timeout_secs" >/dev/null 2>&1 || true
   [[ -n $PF_PID ]] && kill "$PF_PID" 2>/dev/null || true
   [[ -n $SERVE_PID ]] && kill "$SERVE_PID" 2>/dev/null || true
   kubectl delete clusterrolebinding "$NS-reader" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete namespace "$NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  # lazily: frozen-writer may still hold it while its namespace goes
+  node_sh "umount -l $FREEZE; rm -f $FREEZE.img" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 t0=$(now)
@@ -125,8 +141,14 @@ else
 fi
 
 # --- the workloads -----------------------------------------------------------------------------
+# frozen-writer's hostPath: an ext4 of its own (made here: the node has no mkfs), mounted first
+mkfs.ext4 -q -F -L e2e-freeze "$DIR/node/share/e2e-freeze.img" 32M >/dev/null 2>&1
+node_sh "mountpoint -q $FREEZE || { mkdir -p $FREEZE && mv /share/e2e-freeze.img $FREEZE.img && mount -o loop $FREEZE.img $FREEZE; }; findmnt -n -o SOURCE,FSTYPE $FREEZE" >"$WORK/loopfs.out" 2>&1 ||
+  die "the loop file system for frozen-writer: $(cat "$WORK/loopfs.out")"
+rm -f "$DIR/node/share/e2e-freeze.img"
 t1=$(now)
-kubectl apply -f "$MANIFESTS/oom.yaml" -f "$MANIFESTS/crashloop.yaml" -f "$MANIFESTS/spinner.yaml" >/dev/null
+kubectl apply -f "$MANIFESTS/oom.yaml" -f "$MANIFESTS/crashloop.yaml" -f "$MANIFESTS/spinner.yaml" \
+  -f "$MANIFESTS/zombies.yaml" -f "$MANIFESTS/memory-high.yaml" -f "$MANIFESTS/frozen-writer.yaml" >/dev/null
 pod_json() { kubectl -n "$NS" get pod "$1" -o json; }
 # cid POD-JSON-FILE: the first container's ID without its runtime scheme (containerd://)
 cid() { jq -r '.status.containerStatuses[0].containerID // "" | sub("^[a-z]+://"; "")' "$1"; }
@@ -142,8 +164,10 @@ OOM_CID=$(cid "$WORK/oom-victim.json")
 expect "kubelet: oom-victim's hog terminated, exit 137, $(jq -r '.status.containerStatuses[0].state.terminated.reason' "$WORK/oom-victim.json"), QoS Burstable" \
   jq -e '.status.containerStatuses[0].state.terminated.exitCode == 137 and .status.qosClass == "Burstable"' "$WORK/oom-victim.json"
 kill_of() { jq -c --arg c "$OOM_CID" '[.kills[] | select(.containerId == $c)] | last // empty' "$1"; }
+# asked again until the kill is there with its names: an answer whose runtime lists missed
+# their deadline on a starved node has the kill by cgroup only (pod UID, container ID)
 for ((i = 0; i < 24; i++)); do
-  [[ $(agent_get /v1/oom "$WORK/oom.json") == 200 ]] && [[ -n $(kill_of "$WORK/oom.json") ]] && break
+  [[ $(agent_get /v1/oom "$WORK/oom.json") == 200 ]] && [[ $(kill_of "$WORK/oom.json" | jq -r '.podName // empty') == oom-victim ]] && break
   sleep 5
 done
 KILL=$(kill_of "$WORK/oom.json" 2>/dev/null) || true
@@ -181,6 +205,125 @@ if [[ $code == 200 && -n $SPIN ]]; then
   expect "/v1/throttling: more than half of its periods throttled" jq -e '.throttledShare > 0.5' <<<"$SPIN"
 else
   tap FAIL "/v1/throttling names spinner's container $SPIN_CID ($code)" "$(head -c 1500 "$WORK/throttling.json")"
+fi
+
+running() { # running POD: Running within 10 min (a TCG node makes sandboxes slowly), its JSON in $WORK
+  wait_for 600 "$NS/$1 Running" bash -c "kubectl -n $NS get pod $1 -o jsonpath='{.status.phase}' | grep -qx Running" ||
+    { kubectl -n "$NS" describe pod "$1" >&2; return 1; }
+  pod_json "$1" >"$WORK/$1.json"
+}
+# triage_until ID POD-UID [TRIES]: /v1/triage again (10 s apart) until it has that finding about that pod; prints it
+triage_until() {
+  local i f
+  for ((i = 0; i < ${3:-18}; i++)); do
+    if [[ $(agent_get /v1/triage "$WORK/triage-$1.json") == 200 ]]; then
+      f=$(jq -c --arg id "$1" --arg u "$2" '[.findings[] | select(.id == $id and .subject.podUid == $u)][0] // empty' "$WORK/triage-$1.json")
+      [[ -n $f ]] && { echo "$f"; return 0; }
+    fi
+    sleep 10
+  done
+  return 1
+}
+triage_ids_of() { jq -c '[.findings[]? | {id, pod: .subject.pod}]' "$WORK/triage-$1.json" 2>/dev/null | head -c 1200; }
+
+# (4) zombies: the 12 `sleep 1` children of the container's PID 1, never reaped
+if running zombies; then
+  ZOMBIE_UID=$(jq -r .metadata.uid "$WORK/zombies.json")
+  if F=$(triage_until zombies-in-pod "$ZOMBIE_UID"); then
+    tap OK "/v1/triage zombies-in-pod: $(jq -r .title <<<"$F")"
+    expect "/v1/triage zombies-in-pod: $NS/zombies container parent holds 12 zombie processes (${ZOMBIE_UID})" \
+      jq -e --arg ns "$NS" --arg c "$(cid "$WORK/zombies.json")" '.title == "\($ns)/zombies container parent holds 12 zombie processes" and .subject.containerId == $c' <<<"$F"
+    expect "/v1/triage zombies-in-pod: each piece of evidence a process in state Z in that container's cgroup ($(jq -c '[.evidence[] | select(.source == "proc") | .excerpt][0]' <<<"$F" | head -c 200))" \
+      jq -e --arg c "$(cid "$WORK/zombies.json")" '[.evidence[] | select(.source == "proc")] | length > 0 and all(.[]; .excerpt | test("^\\d+ \\((sleep|sh)\\) Z ppid \\d+; cgroup \\S*" + $c))' <<<"$F"
+  else
+    tap FAIL "/v1/triage: a zombies-in-pod finding for $NS/zombies" "$(triage_ids_of zombies-in-pod)"
+  fi
+else
+  tap FAIL "$NS/zombies Running"
+fi
+
+# (5) memory.high: set from the node on the hog's own cgroup, which kubelet made
+if running memory-high; then
+  HIGH_UID=$(jq -r .metadata.uid "$WORK/memory-high.json")
+  HIGH_CID=$(cid "$WORK/memory-high.json")
+  node_sh "f=\$(find /sys/fs/cgroup/kubepods.slice -maxdepth 4 -type d -name 'cri-containerd-$HIGH_CID.scope' | head -n 1); [ -n \"\$f\" ] && echo 8388608 > \"\$f/memory.high\" && echo \"\$f\"" >"$WORK/memory-high.out" 2>&1 ||
+    log "memory.high not set: $(cat "$WORK/memory-high.out")"
+  row() { jq -c --arg c "$HIGH_CID" '[.items[] | select(.containerId == $c)][0] // empty' "$WORK/cgroups.json"; }
+  first=
+  for ((i = 0; i < 30; i++)); do
+    if [[ $(agent_get /v1/cgroups "$WORK/cgroups.json") == 200 ]] && R=$(row) && [[ -n $R ]]; then
+      h=$(jq '.memory.events.high // 0' <<<"$R")
+      if [[ -z $first ]]; then
+        ((h > 0)) && { first=$R; FIRST_HIGH=$h; }
+      elif ((h > FIRST_HIGH)); then
+        break
+      fi
+    fi
+    sleep 2
+  done
+  if [[ -n $first ]]; then
+    tap OK "/v1/cgroups memory-high/hog: $(jq -c '{podUid, memory: {max: .memory.max, high: .memory.high, current: .memory.current, events: .memory.events}}' <<<"$first" | head -c 400)"
+    expect "/v1/cgroups: the hog's row in pod $HIGH_UID, memory.max 64 MiB, memory.high 8 MiB, no OOM kill" \
+      jq -e --arg u "$HIGH_UID" '.podUid == $u and .memory.max == 67108864 and .memory.high == 8388608 and (.memory.events.oomKill // 0) == 0' <<<"$first"
+    expect "/v1/cgroups: memory.events high grows while the hog runs ($FIRST_HIGH -> $(jq '.memory.events.high' <<<"$R"))" \
+      jq -e --argjson f "$FIRST_HIGH" '.memory.events.high > $f' <<<"$R"
+  else
+    tap FAIL "/v1/cgroups: memory.events high > 0 for memory-high/hog ($HIGH_CID)" "$(cat "$WORK/memory-high.out"; row | head -c 600)"
+  fi
+  if F=$(triage_until memory-high-reclaim "$HIGH_UID"); then
+    expect "/v1/triage memory-high-reclaim: $(jq -r .title <<<"$F")" \
+      jq -e --arg ns "$NS" --arg c "$HIGH_CID" '.title == "\($ns)/memory-high container hog is throttled at memory.high (8MiB)" and .subject.containerId == $c and .evidence[0].excerpt == "8388608"' <<<"$F"
+  else
+    tap FAIL "/v1/triage: a memory-high-reclaim finding for $NS/memory-high" "$(triage_ids_of memory-high-reclaim)"
+  fi
+else
+  tap FAIL "$NS/memory-high Running"
+fi
+
+# (6) hung tasks: the writers' file system frozen under a 4 s hung-task timeout
+if running frozen-writer; then
+  WRITER_UID=$(jq -r .metadata.uid "$WORK/frozen-writer.json")
+  WRITER_CID=$(cid "$WORK/frozen-writer.json")
+  FROZEN=1
+  node_sh "cat /proc/sys/kernel/hung_task_timeout_secs > /share/hung_task_timeout_secs.orig; echo 10 > /proc/sys/kernel/hung_task_warnings;
+    echo $HUNG_TASK_SECS > /proc/sys/kernel/hung_task_timeout_secs; fsfreeze -f $FREEZE" >/dev/null
+  for ((i = 0; i < 45; i++)); do
+    [[ $(agent_get '/v1/kernel?pattern=blocked%20for%20more%20than' "$WORK/kernel-hung.json") == 200 ]] &&
+      jq -e '.records | length > 0' "$WORK/kernel-hung.json" >/dev/null && break
+    sleep 2
+  done
+  if F=$(triage_until kernel-hung-task "$WRITER_UID"); then
+    expect "/v1/triage kernel-hung-task: $(jq -r .title <<<"$F")" \
+      jq -e --arg ns "$NS" --arg c "$WRITER_CID" '.title == "A task was blocked in the kernel (hung task) in \($ns)/frozen-writer container writer" and .subject.containerId == $c' <<<"$F"
+    expect "/v1/triage kernel-hung-task: kmsg evidence with a sequence number, the writer's cgroup, blocked >= ${HUNG_TASK_SECS} s ($(jq -c '[.evidence[] | select(.source == "kmsg") | .seq]' <<<"$F"))" \
+      jq -e --arg c "$WRITER_CID" --argjson s "$HUNG_TASK_SECS" '[.evidence[] | select(.source == "kmsg")] | length > 0 and all(.[]; (.seq | type == "number")
+        and (.excerpt | contains("cri-containerd-\($c).scope")) and ((.excerpt | capture("blocked for more than (?<n>\\d+) seconds").n | tonumber) >= $s))' <<<"$F"
+    # the D-state count is node facts, a source of its own: asked again while it is late
+    for ((i = 0; i < 12; i++)); do
+      D=$(jq -c '[.findings[] | select(.id == "processes-d-state")][0] // empty' "$WORK/triage-kernel-hung-task.json" 2>/dev/null)
+      [[ -n $D ]] && break
+      sleep 5
+      agent_get /v1/triage "$WORK/triage-kernel-hung-task.json" >/dev/null
+    done
+    expect "/v1/triage processes-d-state: the 4 writers by pod ($(jq -r .detail <<<"${D:-{\}}" | head -c 200))" \
+      jq -e --arg ns "$NS" '.detail | test("\($ns)/frozen-writer container writer: 4\\b")' <<<"${D:-{\}}"
+  else
+    tap FAIL "/v1/triage: a kernel-hung-task finding for $NS/frozen-writer" "$(triage_ids_of kernel-hung-task; head -c 600 "$WORK/kernel-hung.json")"
+  fi
+  node_sh "fsfreeze -u $FREEZE; cat /share/hung_task_timeout_secs.orig > /proc/sys/kernel/hung_task_timeout_secs" >/dev/null
+  FROZEN=0
+  thawed=0
+  for ((i = 0; i < 12; i++)); do
+    if [[ $(agent_get /v1/node "$WORK/node-after-thaw.json") == 200 ]] &&
+      ! jq -e --arg u "$WRITER_UID" 'any(.facts.processes.byPod[]?; .podUid == $u and .state == "D")' "$WORK/node-after-thaw.json" >/dev/null; then
+      thawed=1
+      break
+    fi
+    sleep 5
+  done
+  expect "thawed: no writer of frozen-writer in D state within a minute (/v1/node facts)" test "$thawed" = 1
+else
+  tap FAIL "$NS/frozen-writer Running"
 fi
 
 # (2) the crash loop: kubelet's back-off (10 s, 20 s, 40 s) to a fourth run (attempt 3)
@@ -300,8 +443,14 @@ if [[ -s $BUNDLE ]]; then
   BKILL=$(kill_of "$WORK/bundle-oom.json" 2>/dev/null) || true
   if [[ $code == 200 && -n $BKILL ]]; then
     tap OK "serve --bundle: /v1/oom has the kill of ${OOM_CID:0:13}: $(jq -c '{process, pid, podUid, seq: .evidence.firstSeq}' <<<"$BKILL")"
-    expect "serve --bundle: the same kill as the live agent's (pid, pod and container by UID, ID and name, time, limit, kmsg sequence)" \
-      jq -e -n --argjson a "$KILL" --argjson b "$BKILL" '[$a, $b] | map({pid, podUid, podNamespace, podName, containerName, containerId, time, memcgLimitKb, process, seq: .evidence.firstSeq}) | .[0] == .[1]'
+    # the time within a second: each agent turns the kernel's µs since boot into a time with
+    # its own wall clock minus its monotonic clock, read when it answers, and a TCG guest's
+    # wall clock moves against its monotonic one between the two (7.4 ms seen)
+    expect "serve --bundle: the same kill as the live agent's (pid, pod and container by UID, ID and name, limit, kmsg sequence; the time within 1 s: $(jq -r .time <<<"$KILL") / $(jq -r .time <<<"$BKILL"))" \
+      jq -e -n --argjson a "$KILL" --argjson b "$BKILL" '
+        def secs: capture("^(?<s>[^.]+)(\\.(?<f>[0-9]+))?Z$") as $m | ($m.s + "Z" | fromdateiso8601) + ("0." + ($m.f // "0") | tonumber);
+        ([$a, $b] | map({pid, podUid, podNamespace, podName, containerName, containerId, memcgLimitKb, process, seq: .evidence.firstSeq}) | .[0] == .[1])
+        and ((($a.time | secs) - ($b.time | secs)) | fabs < 1)'
   else
     tap FAIL "serve --bundle: /v1/oom ($code) has the kill of $OOM_CID" "$(head -c 800 "$WORK/bundle-oom.json"; tail -n 5 "$WORK/serve.log")"
   fi

@@ -183,8 +183,12 @@ export class NodeVm {
       '-m', '2048',
       '-kernel', this.image.kernel,
       '-initrd', this.image.initrd,
-      // sysrq_always_enabled: a stuck guest can be asked for its blocked tasks (stuckDump)
-      '-append', ['console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0 sysrq_always_enabled', ...this.kernelArgs].join(' '),
+      // sysrq_always_enabled: a stuck guest can be asked for its blocked tasks (stuckDump).
+      // damon_stat.enabled=N: sid's kernel (7.2) samples memory access with DAMON by default,
+      // and under TCG its kdamond took 15-40 % of the guest's CPU once pods used memory
+      // (measured with top in the cluster's sid node), starving kubelet and the agent.
+      // Kernels without it (bookworm's 6.1) ignore the parameter.
+      '-append', ['console=ttyS0 root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 psi=1 panic=-1 net.ifnames=0 sysrq_always_enabled damon_stat.enabled=N', ...this.kernelArgs].join(' '),
       '-drive', `file=${overlay},if=virtio,format=qcow2${this.overlayCache ? `,cache=${this.overlayCache}` : ''}`,
       ...this.readonlyDrives.flatMap((f) => ['-drive', `file=${f},format=raw,if=virtio,readonly=on`]),
       '-netdev', `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${this.hostPort}-:${GUEST_RELAY_PORT},hostfwd=tcp:127.0.0.1:${this.nodePort}-:${GUEST_NODE_PORT}${this.hostForwards.map((p) => `,hostfwd=tcp:127.0.0.1:${p}-:${p}`).join('')}${guestfwd}`,
