@@ -70,7 +70,7 @@ for suite in $SUITES; do
     step "$suite" fleet-check fleet-check || true
     # the workload scenarios as real Pods: opt-in. On a sid guest starved by a loaded host the
     # agent's /proc walk stops at its budget before the zombies and D-state writers
-    # (test/e2e/README.md, "Workload scenarios through the real kubelet")
+    # (test/e2e/README.md, "Tried on 2026-12-03 and taken back")
     if [[ ${NODETRUTH_WORKLOAD_CHECK:-0} = 1 ]]; then step "$suite" workload-check workload-check || true; fi
     step "$suite" runtime-check runtime-check || true
     step "$suite" drift-check drift-check || true
