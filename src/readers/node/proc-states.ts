@@ -4,9 +4,12 @@
  * reap them: a pod whose PID 1 is not an init), found by a walk of /proc/<pid>/stat
  * and mapped to pods by /proc/<pid>/cgroup.
  *
- * The walk is bounded by a number of pids and a time budget (a node may run 100,000
+ * The walk is bounded by a number of pids and by time (a node may run 100,000
  * processes) and yields to the event loop between batches; where it stopped is said
- * in `cut`. stat, cgroup and wchan are read without taking the target's mmap_lock
+ * in `cut`. Its budget counts its own work, not the waits between its slices: on a
+ * starved node the loop's other work and the CPU's absence would otherwise spend it, and
+ * /proc lists pids in ascending order, so the pods' processes, the newest, would be the
+ * ones left out. The request's signal and a wall-time bound end a walk that waits too long. stat, cgroup and wchan are read without taking the target's mmap_lock
  * (unlike cmdline, see ../proc/limiter.ts), so they do not block on the process's
  * memory map. Every stat is read synchronously (hostfs/read-sync.ts: procfs never waits
  * on a disk), 128 pids between yields at most (fewer past lib/turns' SLICE_MS, each slice in its
@@ -28,8 +31,10 @@ import { Slice } from '../../lib/turns.js';
 export const PROC_STATE_LIMITS = {
   /** pids whose stat is read per walk */
   maxPids: 65_536,
-  /** time one walk may take */
+  /** the stat walk's own work, in slices, the waits between them not counted */
   budgetMs: 1500,
+  /** one walk's whole time, waits and the D/Z processes' cgroup reads included */
+  wallMs: 10_000,
   /** stat reads between two yields to the event loop */
   batch: 128,
   /** D/Z processes whose cgroup (and wchan) is read: the counts by pod cover these */
@@ -76,12 +81,17 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
   let next = 0;
   // `batch` pids a slice, fewer when they take long (128 stat reads hold a loaded 2-core machine ~40 ms)
   const slice = new Slice(L.batch);
-  const over = () => signal?.aborted || Date.now() - t0 > L.budgetMs;
-  if (!over()) {
+  let worked = 0;
+  let sliceStart = performance.now();
+  const stopReason = () => (signal?.aborted ? 'the request ended' : worked > L.budgetMs ? `the walk's ${L.budgetMs} ms budget was spent` : Date.now() - t0 > L.wallMs ? `the walk waited past ${L.wallMs} ms` : null);
+  let stopped = stopReason();
+  if (stopped === null) {
     while (next < pids.length) {
       if (slice.due()) {
+        worked += performance.now() - sliceStart;
         await slice.pause();
-        if (over()) break;
+        sliceStart = performance.now();
+        if ((stopped = stopReason()) !== null) break;
       }
       const name = pids[next++]!;
       let text: string | null;
@@ -98,7 +108,7 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
       if (st.state === 'D' || st.state === 'Z') stuck.push({ pid: st.pid, comm: st.comm, state: st.state, ppid: st.ppid });
     }
   }
-  if (next < pids.length) cut = `stopped after ${scanned} of ${pids.length} processes: ${signal?.aborted ? 'the request ended' : `the walk's ${L.budgetMs} ms budget was spent`}`;
+  if (next < pids.length) cut = `stopped after ${scanned} of ${pids.length} processes: ${stopped}`;
 
   stuck.sort((a, b) => a.pid - b.pid);
   const detailed = stuck.slice(0, L.maxDetailed);
@@ -109,7 +119,7 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
   const attributing = new Slice(64);
   for (const p of detailed) {
     if (attributing.due()) await attributing.pause();
-    if (Date.now() - t0 > L.budgetMs * 2 || signal?.aborted) {
+    if (Date.now() - t0 > L.wallMs || signal?.aborted) {
       cut = [cut, `${detailed.length - i} D/Z processes not attributed (time)`].filter(Boolean).join('; ');
       break;
     }

@@ -78,6 +78,41 @@ t.test('D and Z processes by pod, with wchan; the walk is bounded and says where
   t.match(cut.states.cut, /only the first 3/);
 });
 
+t.test("the walk's budget counts its own work, not the loop's other work between its slices", async (t) => {
+  const fx = await factsHost('systemd');
+  t.teardown(fx.cleanup);
+  const fs = new HostFs(fx.root);
+  const all = (await walkProcStates(fs)).states.scanned;
+  t.ok(all >= 5, `the fixture has ${all} processes`);
+  // a starved node: another 60 ms of work in every turn of the loop, one pid per slice, so the
+  // walk's waits alone pass its budget many times over
+  let busy = true;
+  const hog = () => {
+    if (!busy) return;
+    const until = performance.now() + 60;
+    while (performance.now() < until);
+    setImmediate(hog);
+  };
+  setImmediate(hog);
+  try {
+    const t0 = Date.now();
+    const starved = await walkProcStates(fs, { batch: 1, budgetMs: 200 });
+    t.ok(Date.now() - t0 > 2 * 200, `the walk took ${Date.now() - t0} ms`);
+    t.equal(starved.states.cut, null, 'every process seen although the walk took longer than its budget');
+    t.equal(starved.states.scanned, all);
+    t.equal(starved.kubeletPid, 702);
+    const walled = await walkProcStates(fs, { batch: 1, wallMs: 25 });
+    t.match(walled.states.cut, /^stopped after \d+ of \d+ processes: the walk waited past 25 ms$/);
+  } finally {
+    busy = false;
+  }
+  const spent = await walkProcStates(fs, { batch: 1, budgetMs: 0 });
+  t.match(spent.states.cut, /^stopped after 1 of \d+ processes: the walk's 0 ms budget was spent$/);
+  const ac = new AbortController();
+  ac.abort();
+  t.match((await walkProcStates(fs, {}, ac.signal)).states.cut, /^stopped after 0 of \d+ processes: the request ended$/);
+});
+
 t.test('the /proc walk reads stat synchronously but never through a link: a planted stat link and a pid-named dir link are not counted', async (t) => {
   const fx = await factsHost('systemd');
   t.teardown(fx.cleanup);
