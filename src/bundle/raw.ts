@@ -18,7 +18,7 @@ export async function captureCri(ctx: CaptureContext): Promise<void> {
     ['Version', () => cri!.version()],
     ['Status', () => cri!.status(true)],
     ['ListPodSandbox', () => index.sandboxes()],
-    ['ListContainers', () => index.index().then((i) => i.containerList, () => cri!.listContainers())],
+    ['ListContainers', () => index.index().then((i) => i.listed, () => cri!.listContainers())],
     ['ListImages', () => cri!.listImages()],
     ['ImageFsInfo', () => cri!.imageFsInfo()],
   ];

@@ -1,6 +1,7 @@
 /**
  * The runtime's index: containers and sandboxes by id and pods by UID, from one
- * ListContainers + ListPodSandbox per reading (src/reading.ts) shared by every caller
+ * ListContainers + ListPodSandbox per reading (src/reading.ts; ListImages too where the
+ * runtime lists image IDs for names) shared by every caller
  * (RuntimeView's rows, the cgroup source's names, metrics, triage), and the names they give.
  *
  * Kept across readings (DESIGN.md): a container ID's pod and container names never
@@ -9,7 +10,7 @@
  * with the names it had; an id the last list no longer holds is forgotten.
  */
 import type { RuntimeNames } from '../model/cgroup.js';
-import type { Container, PodSandbox } from '../model/runtime.js';
+import type { Container, Image, PodSandbox } from '../model/runtime.js';
 import { SingleFlight } from '../lib/concurrency.js';
 import { withinDeadline } from '../lib/deadline.js';
 import { isSourceError } from '../readers/errors.js';
@@ -17,6 +18,30 @@ import { isSourceError } from '../readers/errors.js';
 export interface RuntimeLister {
   listContainers(): Promise<Container[]>;
   listPodSandboxes(): Promise<PodSandbox[]>;
+  listImages?(): Promise<Image[]>;
+}
+
+const IMAGE_ID = /^sha256:[0-9a-f]{64}$/;
+
+/**
+ * Containers listed by image ID named by that image's first tag, as the runtime's
+ * ContainerStatus and kubectl name them. containerd before 1.7 lists kubelet's containers
+ * so: kubelet passes the image ID, and the name it also passes (user_specified_image) is
+ * newer than that runtime. One ListImages, only when a row needs it; an ID whose image has
+ * no tag, or a ListImages that failed, stays the ID (still the truth, only less readable).
+ */
+async function withImageNames(cri: RuntimeLister, containers: Container[]): Promise<Container[]> {
+  if (!cri.listImages || !containers.some((c) => IMAGE_ID.test(c.image))) return containers;
+  const tags = new Map<string, string>();
+  try {
+    for (const i of await cri.listImages()) if (i.repoTags[0]) tags.set(i.id, i.repoTags[0]);
+  } catch {
+    return containers;
+  }
+  return containers.map((c) => {
+    const tag = tags.get(c.image);
+    return tag === undefined ? c : { ...c, image: tag };
+  });
 }
 
 export interface PodNames {
@@ -43,9 +68,14 @@ export class RuntimeIndex {
   /** the names of everything listed, by container or sandbox id and by pod UID */
   readonly names: RuntimeNameBook;
 
+  /**
+   * `containerList`: the containers with their images named (withImageNames); `listed`: the
+   * runtime's own answer, for the bundle's raw calls
+   */
   constructor(
     readonly containerList: readonly Container[],
     readonly sandboxList: readonly PodSandbox[],
+    readonly listed: readonly Container[] = containerList,
   ) {
     this.containers = new Map(containerList.map((c) => [c.id, c]));
     this.sandboxes = new Map(sandboxList.map((s) => [s.id, s]));
@@ -144,8 +174,8 @@ export class RuntimeIndexSource {
     const cri = this.cri;
     if (!cri) return Promise.reject(new Error('no CRI socket configured or found'));
     return this.flights.do('index', async () => {
-      const [containers, sandboxes] = await Promise.all([cri.listContainers(), this.sandboxes()]);
-      const index = new RuntimeIndex(containers, sandboxes);
+      const [listed, sandboxes] = await Promise.all([cri.listContainers(), this.sandboxes()]);
+      const index = new RuntimeIndex(await withImageNames(cri, listed), sandboxes, listed);
       this.remembered = index.names;
       return index;
     });

@@ -94,3 +94,34 @@ t.test('concurrent requests of different routes inside --max-age share one ListC
   t.equal(new Set(answers.map((r) => r.headers.get('x-nodetruth-observed-at'))).size, 1, 'one reading');
   fake.delayMs = 0;
 });
+
+t.test('a runtime that lists image IDs (containerd 1.6 under kubelet): rows and series named by the image\'s tag, one ListImages per reading', async (t) => {
+  // kubelet passes the image ID as the image and the name in user_specified_image, which
+  // containerd 1.6 does not keep: its ListContainers answers the ID (seen on the bookworm node:
+  // "sha256:81eaec12…" for localhost/e2e/busybox:1)
+  const spin = node.containers.find((c) => c.id === SPIN_ID)!;
+  const db = node.containers.find((c) => c.id === GUARANTEED_ID)!;
+  const was = [spin.image, db.image];
+  spin.image = node.images[0]!.id;
+  db.image = `sha256:${'d'.repeat(64)}`; // no such image listed: stays the ID
+  t.teardown(() => void ([spin.image, db.image] = was));
+  const before = { images: fake.calls.ListImages ?? 0, lists: fake.calls.ListContainers ?? 0 };
+  const rows = (await getJson('/v1/containers')).items as Rec[];
+  t.equal(rows.find((r) => r.id === SPIN_ID)?.image, 'localhost/nodetruth/busybox:test');
+  t.equal(rows.find((r) => r.id === GUARANTEED_ID)?.image, db.image);
+  const m = await getText('/metrics');
+  t.match(seriesOf(m, 'container_memory_working_set_bytes', SPIN_ID), /image="localhost\/nodetruth\/busybox:test"/);
+  t.equal((fake.calls.ListImages ?? 0) - before.images, (fake.calls.ListContainers ?? 0) - before.lists, 'one ListImages per ListContainers that needs it');
+
+  [spin.image, db.image] = was;
+  const named = { images: fake.calls.ListImages ?? 0 };
+  await getJson('/v1/containers');
+  t.equal((fake.calls.ListImages ?? 0) - named.images, 0, 'no ListImages where every row has its name');
+
+  spin.image = node.images[0]!.id;
+  // ListImages answers UNAVAILABLE: the fake's handler throws what grpc-js sends as the status
+  const images = node.images;
+  node.images = { map: () => { throw Object.assign(new Error('unavailable'), { code: 14, details: 'image service unavailable' }); } } as unknown as typeof images;
+  t.teardown(() => void (node.images = images));
+  t.equal(((await getJson('/v1/containers')).items as Rec[]).find((r) => r.id === SPIN_ID)?.image, spin.image, 'a failed ListImages leaves the ID');
+});
