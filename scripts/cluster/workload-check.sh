@@ -3,6 +3,8 @@
 # by the dev cluster's real kubelet, and the answers of the DaemonSet's agent on that node
 # (scripts/dev-cluster.sh workload-check, which sets the environment below and makes sure
 # the DaemonSet is applied and Ready). Checks, as TAP:
+#   - the agent's own container: the image, its pid, its namespaces (pid and net the host's,
+#     ipc the sandbox's, mnt its own) and its processes
 #   - OOM kill: oom-victim's dd at its 32 MiB limit; kubelet reports OOMKilled/137; /v1/oom
 #     has the kernel's kill with the pod's UID and the container's ID (namespace/pod/container
 #     as the API names them), the limit, dd, CONSTRAINT_MEMCG, a kmsg sequence; /v1/triage
@@ -11,7 +13,8 @@
 #     /v1/triage's crash-loop finding names the pod; /v1/timeline?pod=ns/name has its
 #     container created, started and exited with code 1
 #   - CPU throttling: spinner's busy loop under a 0.1-core limit; /v1/throttling names the
-#     container with more than half of its periods throttled; /v1/triage cpu-throttling
+#     container with more than half of its periods throttled; /v1/triage cpu-throttling;
+#     /metrics has its throttled periods by pod_uid; its inspect names API_TOKEN, never its value
 #   - zombies: PID 1 execs into sleep and never reaps its 12 children; /v1/triage
 #     zombies-in-pod names the pod, from state Z in /proc/<pid>/stat
 #   - memory.high: dd after dd under a 64 MiB limit, the container cgroup's memory.high set
@@ -24,7 +27,8 @@
 #     then `nodetruth serve --bundle FILE` on this host answers /v1/oom with the same kill
 # The agent is reached as a user reaches it: `kubectl port-forward` to the pod's loopback
 # listen address (127.0.0.1:7071), TLS checked against the public-key pin the agent logged,
-# with the token of a ServiceAccount bound to nodetruth-reader (made here, deleted at the end).
+# with the token of a ServiceAccount bound to nodetruth-reader and, for /metrics,
+# nodetruth-metrics-reader (made here, deleted at the end).
 #
 # Environment (scripts/dev-cluster.sh workload_check):
 #   KUBECONFIG                  the cluster's admin kubeconfig
@@ -67,7 +71,7 @@ cleanup() {
   ((FROZEN)) && node_sh "fsfreeze -u $FREEZE; cat /share/hung_task_timeout_secs.orig > /proc/sys/kernel/hung_task_timeout_secs" >/dev/null 2>&1 || true
   [[ -n $PF_PID ]] && kill "$PF_PID" 2>/dev/null || true
   [[ -n $SERVE_PID ]] && kill "$SERVE_PID" 2>/dev/null || true
-  kubectl delete clusterrolebinding "$NS-reader" --ignore-not-found >/dev/null 2>&1 || true
+  kubectl delete clusterrolebinding "$NS-reader" "$NS-metrics" --ignore-not-found >/dev/null 2>&1 || true
   kubectl delete namespace "$NS" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   # lazily: frozen-writer may still hold it while its namespace goes
   node_sh "umount -l $FREEZE; rm -f $FREEZE.img" >/dev/null 2>&1 || true
@@ -99,8 +103,8 @@ pf_start
 openssl s_client -connect "127.0.0.1:$LPORT" </dev/null 2>/dev/null | openssl x509 >"$WORK/agent-cert.pem" 2>/dev/null || true
 [[ -s $WORK/agent-cert.pem ]] || die "no certificate through the port-forward to $AGENT_NS/$POD:7071"
 
-# a caller holding nodetruth-reader, nothing else (in a namespace of its own: a previous
-# run's may still be terminating)
+# a caller holding nodetruth-reader and nodetruth-metrics-reader, nothing else (in a
+# namespace of its own: a previous run's may still be terminating)
 wait_for 600 "namespace $NS of a previous run gone" bash -c "! kubectl get namespace $NS" ||
   die "namespace $NS is still there (terminating?)"
 kubectl apply -f "$MANIFESTS/namespace.yaml" >/dev/null
@@ -113,6 +117,12 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding
 metadata: {name: $NS-reader}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nodetruth-reader}
+subjects: [{kind: ServiceAccount, name: reader, namespace: $NS}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: $NS-metrics}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nodetruth-metrics-reader}
 subjects: [{kind: ServiceAccount, name: reader, namespace: $NS}]
 YAML
 wait_for 60 "ServiceAccount default in $NS" kubectl -n "$NS" get serviceaccount default
@@ -138,6 +148,28 @@ if [[ $code == 200 ]]; then
 else
   tap FAIL "the agent through kubectl port-forward as $NS/reader: /v1/node $code" "$(head -c 600 "$WORK/node.json"; tail -n 3 "$WORK/curl.err")"
   die "the agent does not answer; nothing more to ask"
+fi
+
+# (0) the agent itself, as the real kubelet ran the DaemonSet's pod: its container runs the
+# image, in the host's PID and network namespaces (hostPID, hostNetwork), the pod's IPC
+# namespace and a mount namespace of its own; its processes include its main pid
+kubectl -n "$AGENT_NS" get pod "$POD" -o json >"$WORK/agent-pod.json"
+AGENT_CID=$(jq -r '[.status.containerStatuses[] | select(.name == "nodetruth")][0].containerID // "" | sub("^[a-z]+://"; "")' "$WORK/agent-pod.json")
+code=$(agent_get "/v1/containers/$AGENT_CID" "$WORK/agent-inspect.json")
+AGENT_PID=$(jq -r '.pid // 0' "$WORK/agent-inspect.json" 2>/dev/null) || AGENT_PID=0
+if [[ $code == 200 && $AGENT_PID -gt 1 ]]; then
+  tap OK "/v1/containers/${AGENT_CID:0:13} (the agent): $(jq -c '{image, pid, podName, containerName}' "$WORK/agent-inspect.json" | head -c 300)"
+  expect "the agent's container runs ghcr.io/nodetruth/nodetruth:0.1.0 in pod $POD" \
+    jq -e --arg p "$POD" '.image == "ghcr.io/nodetruth/nodetruth:0.1.0" and .podName == $p' "$WORK/agent-inspect.json"
+  code=$(agent_get "/v1/containers/$AGENT_CID/namespaces" "$WORK/agent-ns.json")
+  NSES=$(jq -c '[.items[] | {(.type): .sharedWith}] | add' "$WORK/agent-ns.json" 2>/dev/null) || true
+  expect "/v1/containers/{id}/namespaces ($code): the agent's pid and net the host's, ipc the sandbox's, mnt its own: ${NSES:0:300}" \
+    jq -e '.pid == "host" and .net == "host" and .ipc == "sandbox" and .mnt != "host"' <<<"${NSES:-null}"
+  code=$(agent_get "/v1/containers/$AGENT_CID/processes" "$WORK/agent-processes.json")
+  expect "/v1/containers/{id}/processes ($code): the agent's main pid $AGENT_PID among them" \
+    jq -e --argjson p "$AGENT_PID" 'any(.items[]; .pid == $p)' "$WORK/agent-processes.json"
+else
+  tap FAIL "/v1/containers/$AGENT_CID (the agent's own container): $code, pid $AGENT_PID" "$(head -c 600 "$WORK/agent-inspect.json")"
 fi
 
 # --- the workloads -----------------------------------------------------------------------------
@@ -205,6 +237,32 @@ if [[ $code == 200 && -n $SPIN ]]; then
   expect "/v1/throttling: more than half of its periods throttled" jq -e '.throttledShare > 0.5' <<<"$SPIN"
 else
   tap FAIL "/v1/throttling names spinner's container $SPIN_CID ($code)" "$(head -c 1500 "$WORK/throttling.json")"
+fi
+
+# (3b) the spinner through /metrics (cAdvisor's names and labels, pod_uid) and its inspect,
+# which names its environment variable but never the value
+code=$(agent_get /metrics "$WORK/metrics.txt")
+SERIES=$(grep -E "^container_cpu_cfs_throttled_periods_total\{[^}]*pod_uid=\"$SPIN_UID\"" "$WORK/metrics.txt" | grep -F 'container="spin"' | head -n 1) || true
+if [[ $code == 200 && -n $SERIES ]]; then
+  tap OK "/metrics: ${SERIES:0:400}"
+  expect "/metrics: the spinner's throttled periods labelled namespace and pod as cAdvisor labels them, above 0" \
+    bash -c '[[ $1 == *"namespace=\"$2\""* && $1 == *"pod=\"spinner\""* ]] && awk "{ exit !(\$NF > 0) }" <<<"$1"' _ "$SERIES" "$NS"
+  expect "/metrics: nodetruth_runtime_ready 1" grep -qE '^nodetruth_runtime_ready(\{[^}]*\})? 1$' "$WORK/metrics.txt"
+else
+  tap FAIL "/metrics: container_cpu_cfs_throttled_periods_total for pod_uid $SPIN_UID ($code)" "$(grep -E '^container_cpu_cfs_throttled_periods_total' "$WORK/metrics.txt" | head -n 5)"
+fi
+# the image by the name the Pod gave, on a runtime that lists it by ID (containerd 1.6) too
+code=$(agent_get /v1/containers "$WORK/containers.json")
+expect "/v1/containers ($code): the spinner's image named as the Pod names it ($(jq -r --arg c "$SPIN_CID" '.items[] | select(.id == $c) | .image' "$WORK/containers.json" 2>/dev/null | head -c 100))" \
+  jq -e --arg c "$SPIN_CID" 'any(.items[]; .id == $c and .image == "localhost/e2e/busybox:1")' "$WORK/containers.json"
+code=$(agent_get "/v1/containers/$SPIN_CID" "$WORK/spinner-inspect.json")
+if [[ $code == 200 ]]; then
+  tap OK "/v1/containers/${SPIN_CID:0:13}: $(jq -c '{pid, podUid, podName, containerName, state}' "$WORK/spinner-inspect.json" | head -c 300)"
+  expect "/v1/containers/{id}: the spinner's main pid and pod UID" jq -e --arg u "$SPIN_UID" '.pid > 1 and .podUid == $u' "$WORK/spinner-inspect.json"
+  expect "/v1/containers/{id}: API_TOKEN named, its value never shown" \
+    bash -c 'grep -q API_TOKEN "$1" && ! grep -q e2e-secret-value-do-not-show "$1"' _ "$WORK/spinner-inspect.json"
+else
+  tap FAIL "/v1/containers/$SPIN_CID ($code)" "$(head -c 600 "$WORK/spinner-inspect.json")"
 fi
 
 running() { # running POD: Running within 10 min (a TCG node makes sandboxes slowly), its JSON in $WORK
