@@ -675,15 +675,22 @@ agent_tls() {
   openssl s_client -connect "127.0.0.1:$AGENT_PORT" </dev/null 2>/dev/null | openssl x509 >"$AGENT_CERT" 2>/dev/null || true
 }
 
+# agent_curl PATH TOKEN-FILE|- OUT FORMAT MAX-SECONDS: one request to the DaemonSet's agent
+# on the node's address, TLS pinned; prints curl's FORMAT ("000" as the status: no answer)
+agent_curl() {
+  local auth=()
+  [[ $2 == - ]] || auth=(-H "@$2")
+  curl -sS -o "$3" -w "$4" --max-time "$5" --cacert "$AGENT_CERT" --pinnedpubkey "$AGENT_PIN" \
+    --connect-to "$GUEST_ADDR:7070:127.0.0.1:$AGENT_PORT" "${auth[@]}" "https://$GUEST_ADDR:7070$1" 2>>"$DIR/curl.err" || true
+}
+
 # agent_get PATH TOKEN-FILE|- OUT: prints the HTTP status ("000": no answer). No answer,
 # and 502/503/504 (the agent without API server access yet, or the API server's answer
 # later than the agent waits: a TCG guest on a loaded host), are asked again for up to 3 min.
 agent_get() {
-  local path=$1 tok=$2 out=$3 code i auth=()
-  [[ $tok == - ]] || auth=(-H "@$tok")
+  local code i
   for ((i = 0; i < 36; i++)); do
-    code=$(curl -sS -o "$out" -w '%{http_code}' --max-time 120 --cacert "$AGENT_CERT" --pinnedpubkey "$AGENT_PIN" \
-      --connect-to "$GUEST_ADDR:7070:127.0.0.1:$AGENT_PORT" "${auth[@]}" "https://$GUEST_ADDR:7070$path" 2>>"$DIR/curl.err") || true
+    code=$(agent_curl "$1" "$2" "$3" '%{http_code}' 120)
     [[ $code == 000 || $code == 50[234] ]] || break
     sleep 5
   done
@@ -1017,10 +1024,7 @@ YAML
 }
 
 # agent_once PATH OUT: one request as oncall, never asked again; prints "STATUS SECONDS"
-agent_once() {
-  curl -sS -o "$2" -w '%{http_code} %{time_total}' --max-time 60 --cacert "$AGENT_CERT" --pinnedpubkey "$AGENT_PIN" \
-    --connect-to "$GUEST_ADDR:7070:127.0.0.1:$AGENT_PORT" -H "@$DIR/tokens/oncall" "https://$GUEST_ADDR:7070$1" 2>>"$DIR/curl.err" || true
-}
+agent_once() { agent_curl "$1" "$DIR/tokens/oncall" "$2" '%{http_code} %{time_total}' 60; }
 
 containerd_signal() { guest "kill -$1 \"\$(systemctl show -p MainPID --value containerd.service)\"" 30; }
 
