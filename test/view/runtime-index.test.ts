@@ -101,7 +101,7 @@ t.test('a runtime that lists image IDs (containerd 1.6 under kubelet): rows and 
   // "sha256:81eaec12…" for localhost/e2e/busybox:1)
   const spin = node.containers.find((c) => c.id === SPIN_ID)!;
   const db = node.containers.find((c) => c.id === GUARANTEED_ID)!;
-  const was = [spin.image, db.image];
+  const was = [spin.image, db.image] as const;
   spin.image = node.images[0]!.id;
   db.image = `sha256:${'d'.repeat(64)}`; // no such image listed: stays the ID
   t.teardown(() => void ([spin.image, db.image] = was));

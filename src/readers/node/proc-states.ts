@@ -9,7 +9,8 @@
  * in `cut`. Its budget counts its own work, not the waits between its slices: on a
  * starved node the loop's other work and the CPU's absence would otherwise spend it, and
  * /proc lists pids in ascending order, so the pods' processes, the newest, would be the
- * ones left out. The request's signal and a wall-time bound end a walk that waits too long. stat, cgroup and wchan are read without taking the target's mmap_lock
+ * ones left out. The request's signal and a wall-time bound end a walk that waits too long.
+ * stat, cgroup and wchan are read without taking the target's mmap_lock
  * (unlike cmdline, see ../proc/limiter.ts), so they do not block on the process's
  * memory map. Every stat is read synchronously (hostfs/read-sync.ts: procfs never waits
  * on a disk), 128 pids between yields at most (fewer past lib/turns' SLICE_MS, each slice in its
