@@ -150,11 +150,14 @@ else
   die "the agent does not answer; nothing more to ask"
 fi
 
+# cid POD-JSON-FILE: the first container's ID without its runtime scheme (containerd://)
+cid() { jq -r '.status.containerStatuses[0].containerID // "" | sub("^[a-z]+://"; "")' "$1"; }
+
 # (0) the agent itself, as the real kubelet ran the DaemonSet's pod: its container runs the
 # image, in the host's PID and network namespaces (hostPID, hostNetwork), the pod's IPC
 # namespace and a mount namespace of its own; its processes include its main pid
 kubectl -n "$AGENT_NS" get pod "$POD" -o json >"$WORK/agent-pod.json"
-AGENT_CID=$(jq -r '[.status.containerStatuses[] | select(.name == "nodetruth")][0].containerID // "" | sub("^[a-z]+://"; "")' "$WORK/agent-pod.json")
+AGENT_CID=$(cid "$WORK/agent-pod.json")
 code=$(agent_get "/v1/containers/$AGENT_CID" "$WORK/agent-inspect.json")
 AGENT_PID=$(jq -r '.pid // 0' "$WORK/agent-inspect.json" 2>/dev/null) || AGENT_PID=0
 if [[ $code == 200 && $AGENT_PID -gt 1 ]]; then
@@ -182,8 +185,6 @@ t1=$(now)
 kubectl apply -f "$MANIFESTS/oom.yaml" -f "$MANIFESTS/crashloop.yaml" -f "$MANIFESTS/spinner.yaml" \
   -f "$MANIFESTS/zombies.yaml" -f "$MANIFESTS/memory-high.yaml" -f "$MANIFESTS/frozen-writer.yaml" >/dev/null
 pod_json() { kubectl -n "$NS" get pod "$1" -o json; }
-# cid POD-JSON-FILE: the first container's ID without its runtime scheme (containerd://)
-cid() { jq -r '.status.containerStatuses[0].containerID // "" | sub("^[a-z]+://"; "")' "$1"; }
 
 # (1) the OOM kill: kubelet's own report first
 wait_for 900 "$NS/oom-victim terminated" bash -c \

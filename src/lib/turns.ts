@@ -82,10 +82,12 @@ export function nextTurn(how: 'queued' | 'plain' = 'queued'): Promise<void> {
 /**
  * The clock of one sliced loop: `due()` before each item says when the slice is over (`maxItems`
  * items, or `maxMs` since it began: the clock is read every 4 items), then `pause()` yields.
+ * `workedMs`: the time spent in the slices up to the last pause, the waits between them not counted.
  */
 export class Slice {
   private since = performance.now();
   private n = 0;
+  workedMs = 0;
 
   constructor(
     private readonly maxItems: number,
@@ -101,6 +103,7 @@ export class Slice {
   }
 
   async pause(): Promise<void> {
+    this.workedMs += performance.now() - this.since;
     await this.yielder();
     this.since = performance.now();
     this.n = 1; // the item due() counted opens the new slice

@@ -82,16 +82,12 @@ export async function walkProcStates(fs: HostFs, limits: Partial<Record<keyof ty
   let next = 0;
   // `batch` pids a slice, fewer when they take long (128 stat reads hold a loaded 2-core machine ~40 ms)
   const slice = new Slice(L.batch);
-  let worked = 0;
-  let sliceStart = performance.now();
-  const stopReason = () => (signal?.aborted ? 'the request ended' : worked > L.budgetMs ? `the walk's ${L.budgetMs} ms budget was spent` : Date.now() - t0 > L.wallMs ? `the walk waited past ${L.wallMs} ms` : null);
+  const stopReason = () => (signal?.aborted ? 'the request ended' : slice.workedMs > L.budgetMs ? `the walk's ${L.budgetMs} ms budget was spent` : Date.now() - t0 > L.wallMs ? `the walk waited past ${L.wallMs} ms` : null);
   let stopped = stopReason();
   if (stopped === null) {
     while (next < pids.length) {
       if (slice.due()) {
-        worked += performance.now() - sliceStart;
         await slice.pause();
-        sliceStart = performance.now();
         if ((stopped = stopReason()) !== null) break;
       }
       const name = pids[next++]!;
