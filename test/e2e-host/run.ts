@@ -2,9 +2,10 @@
 // containerd, runc and cgroup v2 (test/e2e-host/README.md). Run with `npm run test:e2e:host`
 // (`npm run test:e2e` runs it, then the image harness).
 //
-// The development machine never runs a container: the guest does. Inside it, a
-// kubelet-like driver (guest/cri-driver.ts) creates the pods; nodetruth serves the API;
-// every assertion below is made only through nodetruth's HTTP API, from the host.
+// The development machine never runs a container: the guest does (test/e2e's bookworm guest,
+// the image harness's). Inside it, the kubelet stand-in (test/e2e/guest/cri-driver.ts)
+// creates the pods; nodetruth serves the API; every assertion below is made only through
+// nodetruth's HTTP API, from the host.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { readBundle } from '../../src/bundle/read.js';
 import { formatKmsgRecord, splitKmsgText } from '../../src/readers/kmsg/parse.js';
 import { scanKernelProblems } from '../../src/view/kernel-problems.js';
 import { FINDINGS } from '../../src/triage/findings.js';
-import { ensureImage } from './image.js';
+import { ensureImage } from '../e2e/image.js';
 import { NodeVm, projectRoot } from '../e2e/vm.js';
 import { answer200, GiveUp, log, runOk, tailFile, waitFor } from '../e2e/util.js';
 
@@ -118,11 +119,11 @@ async function bringUpNode(): Promise<void> {
   timings.projectBuildMs = Date.now() - t0;
 
   const t1 = Date.now();
-  const image = await ensureImage();
+  const image = await ensureImage('bookworm');
   timings.imageMs = Date.now() - t1;
   if (image.buildMs) timings.imageBuildMs = image.buildMs;
 
-  vm = new NodeVm({ ...image, suite: 'bookworm' }); // test/e2e's VM runner, with this harness's guest
+  vm = new NodeVm(image);
   installExitHandlers(vm);
   await vm.boot();
   timings.bootMs = vm.bootMs;
@@ -130,11 +131,11 @@ async function bringUpNode(): Promise<void> {
   // The agent starts first, so its (slow, TCG) module loading overlaps the driver's work.
   const t2 = Date.now();
   const extra = (process.env.NODETRUTH_E2E_AGENT_ARGS ?? '').split(/\s+/).filter(Boolean).map((a) => `'${a.replaceAll("'", '')}'`);
-  log(await vm.sh(`sh /nodetruth/test/e2e-host/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s ${extra.join(' ')}`, 60));
+  log(await vm.sh(`sh /nodetruth/test/e2e/guest/start-agent.sh --cri-timeout ${CRI_TIMEOUT_MS / 1000}s ${extra.join(' ')}`, 60));
   // the frozen-writer pod's hostPath volume (a loop-mounted ext4) must exist before its container
   const setupFrom = Date.now();
   const r = await vm.exec(
-    'sh /nodetruth/test/e2e-host/guest/faults.sh loopfs >&2 && cd /nodetruth && node_modules/node/bin/node test/e2e-host/guest/cri-driver.ts setup > /share/setup.json',
+    'sh /nodetruth/test/e2e/guest/faults.sh loopfs >&2 && cd /nodetruth && node_modules/node/bin/node test/e2e/guest/cri-driver.ts setup --node-faults > /share/setup.json',
     400,
   );
   log(`cri-driver setup: exit ${r.rc} in ${(r.ms / 1000).toFixed(1)} s\n${r.out.trim()}`);
@@ -482,7 +483,7 @@ function findingOf(fs: FindingOut[], id: string, pred: (f: FindingOut) => boolea
 }
 
 async function faults(args: string, timeoutSec = 120): Promise<string> {
-  const out = await vm!.sh(`sh /nodetruth/test/e2e-host/guest/faults.sh ${args}`, timeoutSec);
+  const out = await vm!.sh(`sh /nodetruth/test/e2e/guest/faults.sh ${args}`, timeoutSec);
   log(`faults.sh ${args}: ${out.trim().slice(0, 600)}`);
   return out;
 }
@@ -679,7 +680,7 @@ function writeKmsgCapture(uname: string, records: ReturnType<typeof splitKmsgTex
     `# (test/e2e-host: Debian bookworm under qemu TCG, containerd, cgroup v2) on ${new Date().toISOString().slice(0, 10)}`,
     `# and read back with \`timeout 3 cat /dev/kmsg\` (guest/faults.sh kmsg) by`,
     `# \`NODETRUTH_E2E_WRITE_KMSG=1 npm run test:e2e\`. Kept: record ${kept[0]!.seq} (the first OOM report) to the end.`,
-    '# What made them (test/e2e-host/run.ts, guest/cri-driver.ts, guest/faults.sh):',
+    '# What made them (test/e2e-host/run.ts, test/e2e/guest/cri-driver.ts, test/e2e/guest/faults.sh):',
     '#   OOM report     the oom-victim pod: dd bs=64M under memory.max 32 MiB (memcg OOM, systemd cgroup driver)',
     `#   hung tasks     the frozen-writer pod's four shell writers on a loop-mounted ext4 frozen with fsfreeze,`,
     `#                  kernel.hung_task_timeout_secs=${HUNG_TASK_SECS}`,
@@ -771,7 +772,7 @@ scenario('filesystem and disk errors: ext4 remounted read-only by its own error 
         `# (test/e2e-host: Debian bookworm under qemu TCG) on ${new Date().toISOString().slice(0, 10)}`,
         `# and read back with \`timeout 3 cat /dev/kmsg\` (guest/faults.sh kmsg) by \`NODETRUTH_E2E_WRITE_KMSG=1 npm run test:e2e\``,
         `# (the scenario "filesystem and disk errors"). Kept: record ${kept[0]!.seq} (the mount of ${loop}) to the end.`,
-        '# What made them (test/e2e-host/guest/faults.sh):',
+        '# What made them (test/e2e/guest/faults.sh):',
         `#   fs error       rofs: a 16 MiB ext4 on ${loop}, mounted -o errors=remount-ro, then`,
         `#                  echo "e2e: error made by the harness" > /sys/fs/ext4/${loop}/trigger_fs_error (ext4_error)`,
         `#   read-only      the same error: ext4 aborts the journal and remounts ${loop} read-only`,

@@ -16,6 +16,10 @@ export const GUEST_PACKAGES = [
   'iproute2', 'procps', 'linux-image-amd64', 'initramfs-tools', 'util-linux', 'socat',
   // CNI plugins (bridge, host-local, loopback in /usr/lib/cni) for the dev cluster's kubelet
   'containernetworking-plugins',
+  // the node failures (guest/faults.sh): nft makes the kernel track connections, openssl
+  // makes an expired kubelet certificate, mkfs.ext4 the loop file systems (sid's minbase
+  // has no e2fsprogs)
+  'nftables', 'openssl', 'e2fsprogs',
 ];
 
 /** Images imported into containerd's k8s.io namespace at boot (see guest/control.sh). */

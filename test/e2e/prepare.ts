@@ -1,6 +1,6 @@
 // Builds, ahead of the end-to-end runs, every image they need: the agent image
-// (scripts/build-image.sh), the host-process harness's bookworm guest (test/e2e-host) and
-// one guest per suite of the image harness. Each is cached by the hash of its inputs, so
+// (scripts/build-image.sh) and one guest per suite (the host-process harness, test/e2e-host,
+// boots the bookworm one). Each is cached by the hash of its inputs, so
 // the harnesses then find them built; a later run of this is a cache check.
 //
 //   node --import tsx test/e2e/prepare.ts          # the guests of NODETRUTH_E2E_SUITES, as run.ts
@@ -10,12 +10,11 @@
 // and run one after another in a cold run's critical path otherwise (README, Timings).
 // It must finish before a harness starts: a harness that finds an image missing builds it
 // itself, and two builds of one image would both try to move it into place.
-import { ensureImage as ensureHostGuest } from '../e2e-host/image.js';
 import { agentImageArchive, allArchArchives } from './agent-image.js';
-import { ensureImage } from './image.js';
+import { ensureImage, type Suite } from './image.js';
 import { log, selectedSuites } from './util.js';
 
-const suites = selectedSuites();
+const suites = [...new Set<Suite>(['bookworm', ...selectedSuites()])];
 
 async function timed(name: string, work: () => Promise<unknown>): Promise<string> {
   const started = Date.now();
@@ -28,7 +27,6 @@ const results = await Promise.allSettled([
   // then the arm64 image and the multi-arch archive (test/e2e/arm64.ts), after the amd64
   // one the harnesses need first: build-image.sh builds one at a time per cache anyway.
   timed('agent image', agentImageArchive).then(async (amd64) => `${amd64}; ${await timed('arm64 + multi-arch image', allArchArchives)}`),
-  timed('host-process guest', () => ensureHostGuest()),
   ...suites.map((s) => timed(`${s} guest`, () => ensureImage(s))),
 ]);
 const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');

@@ -2,7 +2,10 @@
 // check what nodetruth reports. Runs with the guest's Node 24, which strips the types
 // itself (`node cri-driver.ts setup`): erasable TypeScript only, no local imports.
 //
-//   setup       run the e2e pods and containers; prints one JSON document (ids, pids)
+//   setup [--node-faults]
+//               run the e2e pods and containers; prints one JSON document (ids, pids).
+//               --node-faults adds the pods of the node-failure scenarios (frozen-writer on
+//               the loop file system guest/faults.sh loopfs made first, zombies, memory-high)
 //   status ID   ContainerStatus (verbose) of one container, as JSON
 //   remove ID   StopContainer + RemoveContainer
 //
@@ -136,6 +139,13 @@ interface Limits {
   /** millicores limit (cpu.max quota) */
   cpuLimitMilli?: number;
   memoryLimit?: number;
+  /** cgroup v2 files set as they are (LinuxContainerResources.unified), e.g. memory.high */
+  unified?: Record<string, string>;
+}
+
+interface HostMount {
+  containerPath: string;
+  hostPath: string;
 }
 
 interface Started {
@@ -145,7 +155,7 @@ interface Started {
   logPath: string;
 }
 
-async function createContainer(pod: Pod, name: string, attempt: number, command: string[], limits: Limits, env: Record<string, string> = {}): Promise<Started> {
+async function createContainer(pod: Pod, name: string, attempt: number, command: string[], limits: Limits, env: Record<string, string> = {}, mounts: HostMount[] = []): Promise<Started> {
   const resources: Obj = { oom_score_adj: pod.qos === 'guaranteed' ? -997 : pod.qos === 'besteffort' ? 1000 : 936 };
   // kubelet: shares = requests * 1024 / 1000 (minimum 2); quota = limit * period / 1000
   resources.cpu_shares = String(limits.cpuRequestMilli ? Math.max(2, Math.floor((limits.cpuRequestMilli * 1024) / 1000)) : 2);
@@ -154,6 +164,8 @@ async function createContainer(pod: Pod, name: string, attempt: number, command:
     resources.cpu_quota = String(Math.floor((limits.cpuLimitMilli * 100000) / 1000));
   }
   if (limits.memoryLimit) resources.memory_limit_in_bytes = String(limits.memoryLimit);
+  // kubelet on cgroup v2 (SingleProcessOOMKill off) sets memory.oom.group=1 in every application container
+  resources.unified = { 'memory.oom.group': '1', ...limits.unified };
   const logPath = `${name}/${attempt}.log`;
   mkdirSync(join(pod.logDirectory, name), { recursive: true, mode: 0o755 });
   const config: Obj = {
@@ -175,6 +187,8 @@ async function createContainer(pod: Pod, name: string, attempt: number, command:
       'io.kubernetes.pod.terminationGracePeriod': '30',
     },
     log_path: logPath,
+    // a hostPath volume, as kubelet passes it (private propagation)
+    mounts: mounts.map((m) => ({ container_path: m.containerPath, host_path: m.hostPath, readonly: false })),
     linux: {
       resources,
       security_context: { namespace_options: namespaceOptions },
@@ -240,7 +254,7 @@ async function waitRuntime(): Promise<Obj> {
   return version;
 }
 
-async function setup(): Promise<Obj> {
+async function setup(nodeFaults: boolean): Promise<Obj> {
   const version = await waitRuntime();
   const out: Obj = { version, pods: {}, containers: {} };
   const pods = out.pods as Record<string, Obj>;
@@ -286,9 +300,52 @@ async function setup(): Promise<Obj> {
   const hog = await createContainer(oomPod, 'hog', 0, ['dd', 'if=/dev/zero', 'of=/dev/null', 'bs=64M'], { cpuRequestMilli: 100, memoryLimit: 32 * MiB });
   const hs = await waitState(hog.id, 'CONTAINER_EXITED', 60_000);
   containers.hog = { ...hog, exitCode: hs.exit_code, reason: hs.reason };
+  if (nodeFaults) await setupNodeFaultPods(pods, containers, podOut);
 
   out.ms = Date.now() - t0;
   return out;
+}
+
+/** The pods of the node-failure scenarios, made for real at scenario time (e2e-host's run.ts, guest/faults.sh). */
+async function setupNodeFaultPods(pods: Record<string, Obj>, containers: Record<string, unknown>, podOut: (p: Pod) => Obj): Promise<void> {
+  // 5. writers on a hostPath volume (a loop-mounted ext4 that faults.sh loopfs made and the
+  //    scenario freezes): four subshells append a line every half second, so each blocks in
+  //    D state at its next write once the file system is frozen
+  const writerPod = await runPod('frozen-writer', 'besteffort');
+  pods['frozen-writer'] = podOut(writerPod);
+  const writer = await createContainer(
+    writerPod,
+    'writer',
+    0,
+    ['sh', '-c', 'for i in 1 2 3 4; do (while :; do echo "$i" >> /data/w$i; sleep 0.5; done) & done; wait'],
+    {},
+    {},
+    [{ containerPath: '/data', hostPath: '/var/lib/e2e-freeze' }],
+  );
+  await waitState(writer.id, 'CONTAINER_RUNNING', 30_000);
+  containers.writer = { ...writer, pid: await mainPid(writer.id) };
+
+  // 6. zombies: PID 1 starts 12 children and execs into sleep, which never waits for them
+  const zombiePod = await runPod('zombies', 'besteffort');
+  pods.zombies = podOut(zombiePod);
+  const parent = await createContainer(zombiePod, 'parent', 0, ['sh', '-c', 'for i in 1 2 3 4 5 6 7 8 9 10 11 12; do sleep 1 & done; exec sleep 2147483647'], {});
+  await waitState(parent.id, 'CONTAINER_RUNNING', 30_000);
+  containers.parent = { ...parent, pid: await mainPid(parent.id) };
+
+  // 7. memory.high: dd after dd faulting in a 24 MiB buffer under memory.high 8 MiB
+  //    (memory.max 64 MiB, no swap, so nothing can be reclaimed): each charge past high
+  //    counts in memory.events "high" and the kernel makes dd sleep (up to 2 s) before it
+  //    returns to user space; never an OOM kill. A new dd each time keeps "high" growing
+  //    and costs little CPU (a held buffer would be charged once, then copied freely).
+  const highPod = await runPod('memory-high', 'burstable');
+  pods['memory-high'] = podOut(highPod);
+  const highHog = await createContainer(highPod, 'hog', 0, ['sh', '-c', 'while :; do dd if=/dev/zero of=/dev/null bs=24M count=4 2>/dev/null; done'], {
+    cpuRequestMilli: 100,
+    memoryLimit: 64 * MiB,
+    unified: { 'memory.high': String(8 * MiB) },
+  });
+  await waitState(highHog.id, 'CONTAINER_RUNNING', 30_000);
+  containers.highHog = { ...highHog, pid: await mainPid(highHog.id) };
 }
 
 
@@ -572,7 +629,8 @@ async function main(): Promise<void> {
   let result: unknown;
   switch (op) {
     case 'setup':
-      result = await setup();
+      if (arg !== undefined && arg !== '--node-faults') throw new Error(`setup takes only --node-faults, not ${arg}`);
+      result = await setup(arg === '--node-faults');
       break;
     case 'status':
       if (!arg) throw new Error('status needs a container id');
@@ -604,7 +662,7 @@ async function main(): Promise<void> {
       break;
     }
     default:
-      throw new Error(`unknown operation ${op ?? '(none)'}; use setup | status ID | remove ID | ready | agent-pod FILE | probe FILE readiness|liveness SECONDS | agent-stop ID GRACE`);
+      throw new Error(`unknown operation ${op ?? '(none)'}; use setup [--node-faults] | status ID | remove ID | ready | agent-pod FILE | probe FILE readiness|liveness SECONDS | agent-stop ID GRACE`);
   }
   process.stdout.write(JSON.stringify(result) + '\n');
 }

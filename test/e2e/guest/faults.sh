@@ -1,6 +1,6 @@
 #!/bin/sh
-# Node failures made for real in the guest, one subcommand each, run by the
-# host through the command channel (run.ts). Read from the project share at run time, so
+# Node failures made for real in the guest, one subcommand each, run by the host through
+# the command channel (test/e2e-host/run.ts). Read from the project share at run time, so
 # editing this file does not rebuild the guest image. Every "make" has its "undo"; the
 # host runs the undo in a finally, so a failed scenario leaves no frozen filesystem or
 # full conntrack table behind for the ones after it.
@@ -9,9 +9,10 @@
 #                     (before the CRI driver's setup: the frozen-writer pod mounts it)
 #   freeze SECS       kernel.hung_task_timeout_secs=SECS, then fsfreeze the loop fs
 #   thaw              fsfreeze -u, the hung-task timeout back to what it was
-#   conntrack-fill MAX  track connections (nft), except the agent's relay ports 7070/7071
-#                     (notrack: the host still reaches the agent); nf_conntrack_max=MAX;
-#                     then guest/conntrack-fill.ts holds connections until the table is full
+#   conntrack-fill MAX  track the filler's connections (nft, port 7999) and nothing else (the
+#                     host still reaches the agent, kubelet its API server and the streams of a
+#                     port-forward); nf_conntrack_max=MAX; then guest/conntrack-fill.ts holds
+#                     connections until the table is full
 #   conntrack-undo    stop the filler, nf_conntrack_max back, the nft table removed
 #   cert-expired      an expired kubelet client certificate (and its key, as kubelet keeps
 #                     them) at /var/lib/kubelet/pki/kubelet-client-current.pem
@@ -59,19 +60,22 @@ conntrack-fill)
   modprobe nf_conntrack
   cat /proc/sys/net/netfilter/nf_conntrack_max > "$S/nf_conntrack_max.orig"
   # A rule that uses conntrack makes the kernel track this netns (nft_ct registers the
-  # hooks); the relay (slirp -> 10.0.2.15:7071, socat -> 127.0.0.1:7070) is not tracked,
-  # so the host's requests still get through while the table is full.
+  # hooks). Only the filler's connections (conntrack-fill.ts, 127.0.0.1:7999) are tracked:
+  # everything else (the relay slirp -> 10.0.2.15:7071 -> 127.0.0.1:7070, kubelet and its
+  # API server, a port-forward's streams) still connects while the table is full.
   nft -f - <<'NFT'
 table inet e2e_conntrack {
   chain raw_pre {
     type filter hook prerouting priority raw; policy accept;
-    tcp dport { 7070, 7071 } notrack
-    tcp sport { 7070, 7071 } notrack
+    tcp dport 7999 accept
+    tcp sport 7999 accept
+    notrack
   }
   chain raw_out {
     type filter hook output priority raw; policy accept;
-    tcp dport { 7070, 7071 } notrack
-    tcp sport { 7070, 7071 } notrack
+    tcp dport 7999 accept
+    tcp sport 7999 accept
+    notrack
   }
   chain input {
     type filter hook input priority filter; policy accept;
@@ -83,7 +87,7 @@ NFT
   rm -f "$S/conntrack-fill.json"
   systemctl reset-failed e2e-conntrack-fill.service 2>/dev/null || true
   systemd-run --unit=e2e-conntrack-fill --collect -p RuntimeMaxSec=300 \
-    "$NODE" /nodetruth/test/e2e-host/guest/conntrack-fill.ts "$((max + 40))" "$S/conntrack-fill.json"
+    "$NODE" /nodetruth/test/e2e/guest/conntrack-fill.ts "$((max + 40))" "$S/conntrack-fill.json"
   i=0
   until [ -s "$S/conntrack-fill.json" ]; do
     i=$((i + 1))
