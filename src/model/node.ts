@@ -183,7 +183,7 @@ export interface ProcessStates {
 export interface KubeletCertificate {
   /** which certificate: client (kubelet → API server) or serving (API server → kubelet) */
   role: 'client' | 'serving';
-  /** host path asked for */
+  /** host path asked for; for a client certificate embedded in kubelet's kubeconfig (client-certificate-data), the kubeconfig's path */
   path: string;
   /** where a link in pki led (kubelet-client-current.pem → kubelet-client-2026-...pem), null when none */
   target: string | null;
@@ -198,7 +198,11 @@ export interface KubeletCertificate {
   secondsLeft: number | null;
   /** why no figures: absent, unreadable, no certificate in it */
   error: string | null;
-  /** how the path was chosen: kubelet's --cert-dir (or its default), the config's tlsCertFile */
+  /**
+   * how the path was chosen: the client-certificate or client-certificate-data of kubelet's
+   * --kubeconfig user; kubelet's --cert-dir (or its default), with why the kubeconfig named
+   * none when it was read; the config's tlsCertFile
+   */
   source?: string;
 }
 

@@ -14,7 +14,7 @@ export const kubeletFactsCollector: Collector = {
     const registers = [registry];
     new Gauge({
       name: 'nodetruth_kubelet_certificate_expiry_seconds',
-      help: "NotAfter of kubelet's client certificate (kubelet-client-current.pem) and serving certificate, as seconds since the epoch; absent when the file is not there or not a certificate.",
+      help: "NotAfter of kubelet's client certificate (the one its --kubeconfig names: a file such as kubelet-client-current.pem or rke2/k3s' client-kubelet.crt, or client-certificate-data; else <cert-dir>/kubelet-client-current.pem) and serving certificate, as seconds since the epoch; absent when the file is not there or not a certificate.",
       labelNames: ['certificate'],
       registers,
       async collect() {

@@ -8,6 +8,7 @@ import { kubeletCertificates } from './certs.js';
 import { readConntrack } from './conntrack.js';
 import { criLatencyOf } from './cri-latency.js';
 import { diskUse, NODE_DISKS } from '../../view/node-health.js';
+import { kubeletKubeconfig } from './kubeconfig.js';
 import { DEFAULT_DATA_ROOTS, evictionChecks, readKubeletConfig, type DataRoots } from './kubelet-config.js';
 import { readNodeOs } from './node-os.js';
 import { walkProcStates } from './proc-states.js';
@@ -49,7 +50,7 @@ export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<No
   if (config?.eviction.error) w?.push(`kubelet config: ${config.eviction.error}`);
   const setup = config?.setup ?? null;
   const nodeOs = await safe('node OS', () => readNodeOs(fs, { kubeletPid: walk.kubeletPid, containerdPids: walk.containerdPids ?? [], setup, criEndpoint: opts.cri?.endpoint ?? null, ...(w ? { warnings: w } : {}) }), undefined);
-  const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, config?.tlsCertFile ?? null, opts.nowMs, nodeOs?.kubelet.certDir), []);
+  const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, config?.tlsCertFile ?? null, opts.nowMs, nodeOs?.kubelet.certDir, kubeletKubeconfig(nodeOs)), []);
   const eviction = config?.eviction ?? { configPath: null, foundBy: null, thresholds: [], checks: [], error: 'unreadable' };
   // nodefs and imagefs where the node keeps them (k3s: /var/lib/rancher/k3s/agent/containerd), read when the fixed list lacks them
   const roots: DataRoots = { nodefs: nodeOs?.kubelet.rootDir.value ?? DEFAULT_DATA_ROOTS.nodefs, imagefs: nodeOs?.containerd?.root?.value ?? DEFAULT_DATA_ROOTS.imagefs };

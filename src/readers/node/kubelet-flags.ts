@@ -60,12 +60,12 @@ export function flagsFromEnvFile(text: string, variable: string): string[] | nul
 }
 
 let yaml: typeof import('yaml') | null = null;
-/** YAML (and so JSON) of a kubelet config file: a mapping, or why not. */
-export function parseConfigDoc(text: string, where: string): { doc: Record<string, unknown> } | { error: string } {
+/** YAML (and so JSON) of a kubelet config file (or another of kubelet's files: `what` names its kind): a mapping, or why not. */
+export function parseConfigDoc(text: string, where: string, what = 'KubeletConfiguration'): { doc: Record<string, unknown> } | { error: string } {
   try {
     const parsed: unknown = (yaml ??= createRequire(import.meta.url)('yaml') as typeof import('yaml')).parse(text, { maxAliasCount: 50, prettyErrors: false });
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return { doc: parsed as Record<string, unknown> };
-    return { error: `${where}: not a KubeletConfiguration mapping` };
+    return { error: `${where}: not a ${what} mapping` };
   } catch (err) {
     return { error: `${where}: not YAML (${String((err as Error).message).split('\n')[0]!.slice(0, 200)})` };
   }
@@ -127,8 +127,8 @@ export function mergeConfigs(parts: ReadonlyArray<{ file: ConfigFile; text: stri
   return { doc, files, sourceOf, baseKeys, problems };
 }
 
-/** One config file or drop-in, bounded: a file over the bound is skipped with a reason, never cut. */
-async function readConfigFile(fs: HostFs, hostPath: string): Promise<{ text: string } | { error: string } | null> {
+/** One config file or drop-in (or kubelet's kubeconfig), bounded: a file over the bound is skipped with a reason, never cut. */
+export async function readConfigFile(fs: HostFs, hostPath: string, maxBytes: number = NODE_OS_LIMITS.maxConfigBytes): Promise<{ text: string } | { error: string } | null> {
   let fh;
   try {
     fh = await fs.openFile(hostPath);
@@ -138,8 +138,8 @@ async function readConfigFile(fs: HostFs, hostPath: string): Promise<{ text: str
   if (fh === null) return null;
   try {
     const st = await fh.stat();
-    if (st.size > NODE_OS_LIMITS.maxConfigBytes) return { error: `${hostPath}: ${st.size} bytes, over the ${NODE_OS_LIMITS.maxConfigBytes}-byte bound: skipped` };
-    const buf = Buffer.alloc(NODE_OS_LIMITS.maxConfigBytes);
+    if (st.size > maxBytes) return { error: `${hostPath}: ${st.size} bytes, over the ${maxBytes}-byte bound: skipped` };
+    const buf = Buffer.alloc(maxBytes);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     return { text: buf.toString('utf8', 0, bytesRead) };
   } finally {
