@@ -47,7 +47,7 @@ export const NODE_FINDINGS: readonly FindingKind[] = [
     rule: 'node-facts',
     severities: ['critical'],
     title: "A kubelet certificate has expired",
-    means: "NotAfter of kubelet's client certificate (the one its `--kubeconfig` user names: `/var/lib/kubelet/pki/kubelet-client-current.pem` on kubeadm, `/var/lib/rancher/<rke2|k3s>/agent/client-kubelet.crt` on rke2 and k3s, or `client-certificate-data`) or serving certificate (`kubelet-server-current.pem`, `kubelet.crt`, or `tlsCertFile`) is past: the node goes NotReady (client), or logs/exec fail with x509 errors (serving).",
+    means: "NotAfter of kubelet's client certificate (the one its `--kubeconfig` user names: `/var/lib/kubelet/pki/kubelet-client-current.pem` on kubeadm, `/var/lib/rancher/<rke2|k3s>/agent/client-kubelet.crt` on rke2 and k3s, or `client-certificate-data`) or serving certificate (`--tls-cert-file` or `tlsCertFile`, else `kubelet-server-current.pem` or `kubelet.crt`) is past: the node goes NotReady (client), or logs/exec fail with x509 errors (serving).",
     todo: 'Check `rotateCertificates` and pending CSRs (`kubectl get csr`); renew (`kubeadm certs renew`, re-join) and restart kubelet.',
   },
   {

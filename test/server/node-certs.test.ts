@@ -15,7 +15,7 @@ import { parseProm } from '../metrics/prom-text.js';
 
 const DAY = 86_400_000;
 
-t.test('rke2: the client certificate kubelet uses, on /v1/node, /metrics and /v1/triage', async (t) => {
+t.test('rke2: the client certificate kubelet uses, on /v1/node, /metrics and /v1/triage; the serving one by its flag', async (t) => {
   const now = Date.now();
   const notAfter = Math.floor((now + 2 * DAY) / 1000) * 1000;
   const c = await clientCert('vm-bthomas-rke2worker1', now - 363 * DAY, notAfter, 'rke2-client-ca@1700000000');
@@ -24,6 +24,8 @@ t.test('rke2: the client certificate kubelet uses, on /v1/node, /metrics and /v1
   t.teardown(h.cleanup);
   writeFileSync(path.join(h.root, 'var/lib/rancher/rke2/agent/client-kubelet.crt'), c.cert + c.ca);
   writeFileSync(path.join(h.root, 'var/lib/rancher/rke2/agent/client-kubelet.key'), c.key);
+  const serving = await clientCert('vm-bthomas-rke2worker1', now - DAY, now + 200 * DAY, 'rke2-server-ca@1700000000');
+  writeFileSync(path.join(h.root, 'var/lib/rancher/rke2/agent/serving-kubelet.crt'), serving.cert);
   mkdirSync(path.join(h.root, 'var/lib/kubelet/pki'), { recursive: true });
   writeFileSync(path.join(h.root, 'var/lib/kubelet/pki/kubelet-client-current.pem'), decoy.cert + decoy.key);
   const ta = await testApp(['--host-root', h.root, '--kmsg-path', '/dev/null', '--kubelet-healthz', 'http://127.0.0.1:9/healthz']);
@@ -44,6 +46,13 @@ t.test('rke2: the client certificate kubelet uses, on /v1/node, /metrics and /v1
   });
   t.equal(client.source, 'kubelet --kubeconfig /var/lib/rancher/rke2/agent/kubelet.kubeconfig client-certificate (/proc/1240/cmdline)');
   t.notMatch(n.body, /PRIVATE KEY/);
+  // rke2 names the serving certificate by flag (no config file): the flag, not the cert dir
+  t.match(n.json().facts.certificates.find((x: { role: string }) => x.role === 'serving'), {
+    path: '/var/lib/rancher/rke2/agent/serving-kubelet.crt',
+    present: true,
+    issuer: 'CN=rke2-server-ca@1700000000',
+    source: 'kubelet --tls-cert-file (/proc/1240/cmdline)',
+  });
 
   const text = await get('/v1/node?format=text');
   t.match(text.body, new RegExp(`cert client +/var/lib/rancher/rke2/agent/client-kubelet\\.crt expires ${new Date(notAfter).toISOString().replace(/\./g, '\\.')}`));

@@ -91,7 +91,7 @@ t.test('AKS: no kubelet process: flags from /etc/default/kubelet, config from th
   t.equal(body.facts.eviction.foundBy, 'distribution-path');
   // kubelet's flags take precedence over its config file
   t.match(threshold(body, 'memory.available'), { value: '750Mi', source: '--eviction-hard flag' });
-  t.match(body.facts.certificates.find((c: any) => c.role === 'serving'), { path: '/etc/kubernetes/certs/kubeletserver.crt', source: 'kubelet config tlsCertFile' });
+  t.match(body.facts.certificates.find((c: any) => c.role === 'serving'), { path: '/etc/kubernetes/certs/kubeletserver.crt', source: 'kubelet --tls-cert-file (/etc/default/kubelet (KUBELET_FLAGS))' });
 });
 
 t.test('k3s: the CRI endpoint found without --cri-endpoint, from containerd --address', async (t) => {

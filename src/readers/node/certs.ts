@@ -10,7 +10,8 @@
  * followed inside the host root (HostFs). Those files hold the private key too: only
  * the first CERTIFICATE block is parsed, the key is never returned. The serving
  * certificate is kubelet-server-current.pem with serverTLSBootstrap, else the
- * self-signed kubelet.crt, or tlsCertFile from the config.
+ * self-signed kubelet.crt, or the file kubelet's --tls-cert-file or its config's
+ * tlsCertFile names.
  */
 import { X509Certificate } from 'node:crypto';
 import path from 'node:path';
@@ -93,20 +94,21 @@ async function clientCertificate(fs: HostFs, dir: string, dirSource: string, kub
 
 /**
  * The client certificate (from kubelet's kubeconfig when known, see clientCertificate) and
- * the serving one: tlsCertFile from kubelet's config when set, else the first of
- * kubelet-server-current.pem / kubelet.crt that exists.
+ * the serving one: kubelet's --tls-cert-file, else tlsCertFile from its config (the caller
+ * chooses, flags first as kubelet does), else the first of kubelet-server-current.pem /
+ * kubelet.crt in the cert dir that exists.
  */
-export async function kubeletCertificates(fs: HostFs, tlsCertFile: string | null, nowMs = Date.now(), certDir?: Sourced, kubeconfig?: Sourced | null): Promise<KubeletCertificate[]> {
+export async function kubeletCertificates(fs: HostFs, tlsCertFile: Sourced | null, nowMs = Date.now(), certDir?: Sourced, kubeconfig?: Sourced | null): Promise<KubeletCertificate[]> {
   // kubelet's --cert-dir (default /var/lib/kubelet/pki) holds both when the config names no tlsCertFile
   const dir = certDir && certDir.value.startsWith('/') ? certDir.value.replace(/\/+$/, '') : KUBELET_PKI;
   const dirSource = certDir ? `--cert-dir ${dir} (${certDir.source})` : `${KUBELET_PKI} (kubelet's default --cert-dir)`;
   // caught here: it runs while the serving certificate is read, and is awaited only after
   const client = clientCertificate(fs, dir, dirSource, kubeconfig ?? null, nowMs).catch((err: unknown) => ({ ...noCertificate('client', kubeconfig?.value ?? `${dir}/kubelet-client-current.pem`), error: `unreadable (${(err as NodeJS.ErrnoException | null)?.code ?? (err as Error | null)?.message ?? String(err)})` }));
   let serving: KubeletCertificate | null = null;
-  const servingPaths = tlsCertFile ? [tlsCertFile] : [`${dir}/kubelet-server-current.pem`, `${dir}/kubelet.crt`];
+  const servingPaths = tlsCertFile ? [tlsCertFile.value] : [`${dir}/kubelet-server-current.pem`, `${dir}/kubelet.crt`];
   for (const p of servingPaths) {
     const c = await readCertificate(fs, 'serving', p, nowMs);
-    serving = { ...c, source: tlsCertFile ? 'kubelet config tlsCertFile' : dirSource };
+    serving = { ...c, source: tlsCertFile ? tlsCertFile.source : dirSource };
     if (c.present) break;
   }
   return [await client, ...(serving ? [serving] : [])];

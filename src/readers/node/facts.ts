@@ -50,7 +50,10 @@ export async function nodeFacts(fs: HostFs, opts: FactsOptions = {}): Promise<No
   if (config?.eviction.error) w?.push(`kubelet config: ${config.eviction.error}`);
   const setup = config?.setup ?? null;
   const nodeOs = await safe('node OS', () => readNodeOs(fs, { kubeletPid: walk.kubeletPid, containerdPids: walk.containerdPids ?? [], setup, criEndpoint: opts.cri?.endpoint ?? null, ...(w ? { warnings: w } : {}) }), undefined);
-  const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, config?.tlsCertFile ?? null, opts.nowMs, nodeOs?.kubelet.certDir, kubeletKubeconfig(nodeOs)), []);
+  // kubelet's flags win over its config file (rke2 sets --tls-cert-file and has no config)
+  const tlsFlag = setup?.flags.get('tls-cert-file')?.value;
+  const tlsCertFile = tlsFlag?.startsWith('/') ? { value: tlsFlag, source: `kubelet --tls-cert-file (${setup?.flagsFrom})` } : config?.tlsCertFile ? { value: config.tlsCertFile, source: 'kubelet config tlsCertFile' } : null;
+  const certificates = await safe('kubelet certificates', () => kubeletCertificates(fs, tlsCertFile, opts.nowMs, nodeOs?.kubelet.certDir, kubeletKubeconfig(nodeOs)), []);
   const eviction = config?.eviction ?? { configPath: null, foundBy: null, thresholds: [], checks: [], error: 'unreadable' };
   // nodefs and imagefs where the node keeps them (k3s: /var/lib/rancher/k3s/agent/containerd), read when the fixed list lacks them
   const roots: DataRoots = { nodefs: nodeOs?.kubelet.rootDir.value ?? DEFAULT_DATA_ROOTS.nodefs, imagefs: nodeOs?.containerd?.root?.value ?? DEFAULT_DATA_ROOTS.imagefs };
