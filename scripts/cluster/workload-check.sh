@@ -5,6 +5,7 @@
 # the DaemonSet is applied and Ready). Checks, as TAP:
 #   - the agent's own container: the image, its pid, its namespaces (pid and net the host's,
 #     ipc the sandbox's, mnt its own) and its processes
+#   - the real kubelet's client and serving certificates in /v1/node, never the key
 #   - OOM kill: oom-victim's dd at its 32 MiB limit; kubelet reports OOMKilled/137; /v1/oom
 #     has the kernel's kill with the pod's UID and the container's ID (namespace/pod/container
 #     as the API names them), the limit, dd, CONSTRAINT_MEMCG, a kmsg sequence; /v1/triage
@@ -23,6 +24,11 @@
 #   - hung tasks: frozen-writer's writers on a loop-mounted ext4 (hostPath) frozen with a
 #     4 s kernel.hung_task_timeout_secs; /v1/triage kernel-hung-task (kmsg) and
 #     processes-d-state by pod; thawed, nothing stays in D
+#   - node failures made in the node by test/e2e/guest/faults.sh (the host-process harness's):
+#     an ext4 remounted read-only by its own error path, a null_blk disk with bad blocks, a
+#     staging driver's taint, a conntrack table of 100 filled by held connections; /v1/triage
+#     kernel-fs-read-only, kernel-fs-error, kernel-io-error, conntrack-table-full and
+#     kernel-conntrack-full (kmsg sequence and text), taint C in /v1/node
 #   - `nodetruth attach node1 --capture -o FILE` (the real kubectl debug and port-forward),
 #     then `nodetruth serve --bundle FILE` on this host answers /v1/oom with the same kill
 # The agent is reached as a user reaches it: `kubectl port-forward` to the pod's loopback
@@ -58,17 +64,21 @@ chmod 700 "$WORK"
 CHECK_NAME=workload-check
 CHECK_POLL=2
 . scripts/cluster/check.sh
-need_tools kubectl jq openssl curl mkfs.ext4
+need_tools kubectl jq openssl curl
 # the node's shell (scripts/dev-cluster.sh guest): the loop file system, memory.high, fsfreeze
 node_sh() { bash scripts/dev-cluster.sh guest "$1" "${2:-60}"; }
 FREEZE=/var/lib/e2e-freeze
 FROZEN=0
 HUNG_TASK_SECS=4
+FAULTS="sh /nodetruth/test/e2e/guest/faults.sh"
+FAULTS_MADE=0
+CONNTRACK_MAX=100
 
 PF_PID=
 SERVE_PID=
 cleanup() {
   ((FROZEN)) && node_sh "fsfreeze -u $FREEZE; cat /share/hung_task_timeout_secs.orig > /proc/sys/kernel/hung_task_timeout_secs" >/dev/null 2>&1 || true
+  ((FAULTS_MADE)) && node_sh "$FAULTS conntrack-undo; $FAULTS rofs-undo; $FAULTS ioerr-undo" >/dev/null 2>&1 || true
   [[ -n $PF_PID ]] && kill "$PF_PID" 2>/dev/null || true
   [[ -n $SERVE_PID ]] && kill "$SERVE_PID" 2>/dev/null || true
   kubectl delete clusterrolebinding "$NS-reader" "$NS-metrics" --ignore-not-found >/dev/null 2>&1 || true
@@ -175,12 +185,29 @@ else
   tap FAIL "/v1/containers/$AGENT_CID (the agent's own container): $code, pid $AGENT_PID" "$(head -c 600 "$WORK/agent-inspect.json")"
 fi
 
+# (0b) the real kubelet's certificates, as the agent read them for /v1/node: the client one as
+# kubelet's kubeconfig names it, the link in its cert dir (the layout kubeadm and kubelet's
+# rotation keep); the serving one by its config's tlsCertFile; NotAfter as openssl reads the
+# files dev-cluster.sh made
+end_of() { date -u -d "$(openssl x509 -in "$1" -noout -enddate | cut -d= -f2)" +%Y-%m-%dT%H:%M:%S.000Z; }
+cert_of() { jq -c --arg r "$1" '[.facts.certificates[]? | select(.role == $r)][0] // empty' "$WORK/node.json"; }
+C=$(cert_of client)
+expect "/v1/node: kubelet's client certificate, the one its kubeconfig names ($(jq -c '{target, subject, notAfter, secondsLeft, source}' <<<"${C:-{\}}" | head -c 400))" \
+  jq -e --arg na "$(end_of "$DIR/pki/kubelet.crt")" --arg n "$NODE" '.present and .path == "/var/lib/kubelet/pki/kubelet-client-current.pem"
+    and (.source | startswith("kubelet --kubeconfig /etc/kubernetes/kubelet.kubeconfig client-certificate (/proc/"))
+    and (.target | test("^/var/lib/kubelet/pki/kubelet-client-[0-9-]+\\.pem$")) and (.subject | contains("CN=system:node:\($n)"))
+    and .notAfter == $na and .secondsLeft > 0' <<<"${C:-{\}}"
+C=$(cert_of serving)
+expect "/v1/node: kubelet's serving certificate from its config's tlsCertFile ($(jq -c '{path, source, notAfter}' <<<"${C:-{\}}" | head -c 300))" \
+  jq -e --arg na "$(end_of "$DIR/pki/kubelet-serving.crt")" '.present and .path == "/etc/kubernetes/pki/kubelet-serving.crt"
+    and .source == "kubelet config tlsCertFile" and .notAfter == $na' <<<"${C:-{\}}"
+expect "/v1/node never holds the client certificate's private key (the dated file holds both)" \
+  bash -c '! grep -qF "$(sed -n 2p "$1")" "$2"' _ "$DIR/pki/kubelet.key" "$WORK/node.json"
+
 # --- the workloads -----------------------------------------------------------------------------
-# frozen-writer's hostPath: an ext4 of its own (made here: the node has no mkfs), mounted first
-mkfs.ext4 -q -F -L e2e-freeze "$DIR/node/share/e2e-freeze.img" 32M >/dev/null 2>&1
-node_sh "mountpoint -q $FREEZE || { mkdir -p $FREEZE && mv /share/e2e-freeze.img $FREEZE.img && mount -o loop $FREEZE.img $FREEZE; }; findmnt -n -o SOURCE,FSTYPE $FREEZE" >"$WORK/loopfs.out" 2>&1 ||
+# frozen-writer's hostPath: an ext4 of its own, mounted first
+node_sh "mountpoint -q $FREEZE || $FAULTS loopfs" >"$WORK/loopfs.out" 2>&1 ||
   die "the loop file system for frozen-writer: $(cat "$WORK/loopfs.out")"
-rm -f "$DIR/node/share/e2e-freeze.img"
 t1=$(now)
 kubectl apply -f "$MANIFESTS/oom.yaml" -f "$MANIFESTS/crashloop.yaml" -f "$MANIFESTS/spinner.yaml" \
   -f "$MANIFESTS/zombies.yaml" -f "$MANIFESTS/memory-high.yaml" -f "$MANIFESTS/frozen-writer.yaml" >/dev/null
@@ -384,6 +411,77 @@ if running frozen-writer; then
 else
   tap FAIL "$NS/frozen-writer Running"
 fi
+
+# (7) node failures, made for real in the node as the host-process harness makes them
+# node_finding ID [DEVICE]: the node-wide finding of that id (about DEVICE: its title ends "on DEVICE")
+node_finding() {
+  jq -c --arg id "$1" --arg d "${2:-}" '[.findings[]? | select(.id == $id and ($d == "" or (.title | endswith(" on " + $d))))][0] // empty' "$WORK/triage-node.json" 2>/dev/null
+}
+# triage_node_until "ID [DEVICE]"...: /v1/triage again (5 s apart, up to 3 min) until it has each
+triage_node_until() {
+  local i p ok
+  for ((i = 0; i < 36; i++)); do
+    if [[ $(agent_get /v1/triage "$WORK/triage-node.json") == 200 ]]; then
+      ok=1
+      # shellcheck disable=SC2086 # "ID DEVICE" split into node_finding's two arguments
+      for p in "$@"; do [[ -n $(node_finding $p) ]] || ok=0; done
+      ((ok)) && return 0
+    fi
+    sleep 5
+  done
+  return 1
+}
+# kmsg_evidence TEXT: jq's test that a finding has kmsg evidence with a sequence number, one containing TEXT
+kmsg_evidence() { jq -e --arg t "$1" 'any(.evidence[]; .source == "kmsg" and (.seq | type == "number") and (.excerpt | contains($t)))'; }
+FAULTS_MADE=1
+LOOP= NULLB=
+if node_sh "$FAULTS rofs" 120 >"$WORK/rofs.out" 2>&1 && LOOP=$(node_sh "cat /share/rofs-dev.txt") &&
+  node_sh "$FAULTS ioerr" 120 >"$WORK/ioerr.out" 2>&1 && NULLB=$(node_sh "cat /share/ioerr-dev.txt") &&
+  node_sh "$FAULTS staging-taint" 120 >"$WORK/taint.out" 2>&1; then
+  tap OK "the node broken: $LOOP read-only after its error ($(grep -m1 '^write after the error' "$WORK/rofs.out")), $NULLB's bad blocks ($(grep -m1 '^reads of' "$WORK/ioerr.out")), $(grep -m1 '^tainted after' "$WORK/taint.out")"
+  triage_node_until "kernel-fs-read-only $LOOP" "kernel-fs-error $LOOP" "kernel-io-error $NULLB" ||
+    log "not every fs/disk finding within 3 min: $(jq -c '[.findings[]? | .id]' "$WORK/triage-node.json" 2>/dev/null | head -c 600)"
+  F=$(node_finding kernel-fs-read-only "$LOOP")
+  expect "/v1/triage kernel-fs-read-only on $LOOP, critical, from the kernel's line ($(jq -c '[.evidence[]? | select(.source == "kmsg") | {seq, excerpt}][0]' <<<"${F:-{\}}" | head -c 300))" \
+    kmsg_evidence "EXT4-fs ($LOOP): Remounting filesystem read-only" <<<"${F:-{\}}"
+  expect "/v1/triage kernel-fs-read-only: $(jq -r .title <<<"${F:-{\}}")" \
+    jq -e --arg d "$LOOP" '.severity == "critical" and .title == "A filesystem was remounted read-only or shut down after errors on \($d)"' <<<"${F:-{\}}"
+  F=$(node_finding kernel-fs-error "$LOOP")
+  expect "/v1/triage kernel-fs-error on $LOOP, warning, from the kernel's line ($(jq -c '[.evidence[]? | select(.source == "kmsg") | .excerpt][0]' <<<"${F:-{\}}" | head -c 300))" \
+    jq -e --arg d "$LOOP" '.severity == "warning" and any(.evidence[]; .source == "kmsg" and (.seq | type == "number")
+      and (.excerpt | contains("EXT4-fs error (device \($d)): trigger_test_error:") and contains("e2e: error made by the harness")))' <<<"${F:-{\}}"
+  F=$(node_finding kernel-io-error "$NULLB")
+  expect "/v1/triage kernel-io-error on $NULLB, warning, from the block layer's line ($(jq -c '[.evidence[]? | select(.source == "kmsg") | .excerpt][0]' <<<"${F:-{\}}" | head -c 300))" \
+    jq -e --arg d "$NULLB" '.severity == "warning" and any(.evidence[]; .source == "kmsg" and (.seq | type == "number")
+      and (.excerpt | test("I/O error, dev \($d), sector \\d+ op 0x0:\\(READ\\)") or contains("Buffer I/O error on dev \($d), ")))' <<<"${F:-{\}}"
+  [[ $(agent_get /v1/node "$WORK/node-taint.json") == 200 ]] || true
+  expect "/v1/node facts.taint has C, a staging driver ($(jq -c '.facts.taint' "$WORK/node-taint.json" 2>/dev/null))" \
+    jq -e '.facts.taint.value as $v | ($v / 1024 | floor) % 2 == 1 and (.facts.taint.letters | contains("C"))' "$WORK/node-taint.json"
+  expect "/v1/triage: no kernel-tainted finding says C (a staging driver is no trouble)" \
+    jq -e '[.findings[] | select(.id == "kernel-tainted" and (.title | test("C")))] | length == 0' "$WORK/triage-node.json"
+else
+  tap FAIL "the node's fs and disk failures made (faults.sh rofs, ioerr, staging-taint)" "$(tail -n 5 "$WORK/rofs.out" "$WORK/ioerr.out" "$WORK/taint.out" 2>/dev/null)"
+fi
+node_sh "$FAULTS rofs-undo; $FAULTS ioerr-undo" >/dev/null 2>&1 || log "the fs and disk failures not undone"
+# the conntrack table: only the filler's connections are tracked, so the port-forward's streams still connect
+if node_sh "$FAULTS conntrack-fill $CONNTRACK_MAX" 180 >"$WORK/conntrack.out" 2>&1; then
+  fill=$(grep -m1 '^{' "$WORK/conntrack.out") || fill='{}'
+  expect "the filler held more than half of $CONNTRACK_MAX connections, then SYNs were dropped ($fill)" \
+    jq -e --argjson m "$CONNTRACK_MAX" '.connected > $m / 2 and .dropped >= 1' <<<"$fill"
+  triage_node_until conntrack-table-full kernel-conntrack-full ||
+    log "not both conntrack findings within 3 min: $(jq -c '[.findings[]? | .id]' "$WORK/triage-node.json" 2>/dev/null | head -c 600)"
+  F=$(node_finding conntrack-table-full)
+  expect "/v1/triage conntrack-table-full, critical: nf_conntrack_count against nf_conntrack_max $CONNTRACK_MAX ($(jq -c '[.evidence[]? | {(.path): .excerpt}] | add' <<<"${F:-{\}}" | head -c 300))" \
+    jq -e --arg m "$CONNTRACK_MAX" '.severity == "critical" and ([.evidence[] | {(.path): .excerpt}] | add) as $e
+      | $e["/proc/sys/net/netfilter/nf_conntrack_max"] == $m and ($e["/proc/sys/net/netfilter/nf_conntrack_count"] | tonumber) >= ($m | tonumber) * 0.98' <<<"${F:-{\}}"
+  F=$(node_finding kernel-conntrack-full)
+  expect "/v1/triage kernel-conntrack-full, critical, from the kernel's line ($(jq -c '[.evidence[]? | select(.source == "kmsg") | .excerpt][0]' <<<"${F:-{\}}" | head -c 300))" \
+    jq -e '.severity == "critical" and any(.evidence[]; .source == "kmsg" and (.seq | type == "number") and (.excerpt | test("nf_conntrack: table full")))' <<<"${F:-{\}}"
+else
+  tap FAIL "the conntrack table filled (faults.sh conntrack-fill $CONNTRACK_MAX)" "$(tail -n 8 "$WORK/conntrack.out")"
+fi
+node_sh "$FAULTS conntrack-undo" >/dev/null 2>&1 || log "the conntrack table not undone"
+FAULTS_MADE=0
 
 # (2) the crash loop: kubelet's back-off (10 s, 20 s, 40 s) to a fourth run (attempt 3)
 wait_for 900 "$NS/crashloop restarted 3 times" bash -c \

@@ -37,6 +37,9 @@ import { GiveUp, log, tailFile, waitFor } from '../util.js';
 
 /** Where Debian's containernetworking-plugins installs the plugins (dpkg -L). */
 const CNI_BIN_DIR = '/usr/lib/cni';
+/** kubelet's default --cert-dir, and the link to its client certificate there */
+const KUBELET_CERT_DIR = '/var/lib/kubelet/pki';
+const KUBELET_CLIENT_PEM = `${KUBELET_CERT_DIR}/kubelet-client-current.pem`;
 /** The pods' network on the node's bridge (no --allocate-node-cidrs: one node). */
 const POD_SUBNET = '10.88.0.0/16';
 
@@ -136,8 +139,14 @@ WantedBy=multi-user.target
 const setupScript = (serviceIp: string, noJournal: boolean): string => `set -eu
 K=/share/kube
 install -d -m 700 /etc/kubernetes/pki
-install -m 644 $K/ca.crt $K/kubelet.crt $K/kubelet-serving.crt /etc/kubernetes/pki/
-install -m 600 $K/kubelet.key $K/kubelet-serving.key /etc/kubernetes/pki/
+install -m 644 $K/ca.crt $K/kubelet-serving.crt /etc/kubernetes/pki/
+install -m 600 $K/kubelet-serving.key /etc/kubernetes/pki/
+# the client certificate as kubeadm and kubelet's rotation keep it: certificate and key in one
+# dated file in kubelet's --cert-dir, and the link the kubeconfig names
+install -d -m 700 ${KUBELET_CERT_DIR}
+stamp=$(date -u +%Y-%m-%d-%H-%M-%S)
+(umask 077 && cat $K/kubelet.crt $K/kubelet.key > ${KUBELET_CERT_DIR}/kubelet-client-$stamp.pem)
+ln -sfn kubelet-client-$stamp.pem ${KUBELET_CLIENT_PEM}
 install -m 600 $K/kubelet.kubeconfig /etc/kubernetes/kubelet.kubeconfig
 install -m 644 $K/kubelet-config.yaml /etc/kubernetes/kubelet-config.yaml
 install -m 755 $K/kubelet /usr/local/bin/kubelet
@@ -163,7 +172,8 @@ systemctl start kubelet.service
 ctr -n k8s.io images ls -q
 `;
 
-function kubeconfig(server: string, caCrt: string, crt: string, key: string, user: string): string {
+/** kubelet's kubeconfig as kubeadm writes it (kubelet.conf): the client certificate by its path in the cert dir */
+function kubeletKubeconfig(server: string, caCrt: string, user: string): string {
   const b64 = (s: string): string => Buffer.from(s).toString('base64');
   return `apiVersion: v1
 kind: Config
@@ -175,8 +185,8 @@ clusters:
 users:
 - name: ${user}
   user:
-    client-certificate-data: ${b64(crt)}
-    client-key-data: ${b64(key)}
+    client-certificate: ${KUBELET_CLIENT_PEM}
+    client-key: ${KUBELET_CLIENT_PEM}
 contexts:
 - name: dev
   context: {cluster: dev, user: ${user}}
@@ -230,7 +240,7 @@ async function up(): Promise<void> {
   copyFileSync(join(bin, 'kubelet'), join(share, 'kubelet'));
   writeFileSync(
     join(share, 'kubelet.kubeconfig'),
-    kubeconfig(`https://${GUEST_API_ADDR}:${GUEST_API_PORT}`, read('ca.crt'), read('kubelet.crt'), read('kubelet.key'), `system:node:${nodeName}`),
+    kubeletKubeconfig(`https://${GUEST_API_ADDR}:${GUEST_API_PORT}`, read('ca.crt'), `system:node:${nodeName}`),
     { mode: 0o600 },
   );
   writeFileSync(join(share, 'kubelet-config.yaml'), kubeletConfig(kubeletPort));

@@ -23,7 +23,7 @@
 #   ioerr             a null_blk disk (configfs) whose sectors 0-127 are bad blocks, read
 #                     direct and through the page cache: the block layer's I/O errors
 #   ioerr-undo        the disk powered off and removed, null_blk unloaded
-#   staging-taint     load (and unload) a staging driver with no hardware for it (rts5208):
+#   staging-taint     load (and unload) a staging driver with no hardware for it (rts5208, or r8723bs):
 #                     the kernel taints itself C for the rest of the boot and says so
 #   kmsg              every record in the kernel's ring buffer, as /dev/kmsg gives them,
 #                     to /share/kmsg.txt; `uname -r` and `uname -v` to /share/uname.txt
@@ -208,8 +208,15 @@ ioerr-undo)
   ;;
 staging-taint)
   echo "tainted before: $(cat /proc/sys/kernel/tainted)"
-  modprobe rts5208
-  rmmod rts5208 || true
+  # the first staging driver this kernel ships: bookworm's 6.1 has rts5208, sid's 7.x no
+  # longer (its drivers/staging holds r8723bs, an SDIO driver that loads with no card)
+  for m in rts5208 r8723bs; do
+    if modprobe "$m" 2>/dev/null; then
+      echo "loaded $m"
+      rmmod "$m" || true
+      break
+    fi
+  done
   echo "tainted after: $(cat /proc/sys/kernel/tainted)"
   ;;
 kmsg)
