@@ -20,8 +20,6 @@ import type { HostFs } from '../hostfs/hostfs.js';
 import { kubeletClientCert } from './kubeconfig.js';
 
 export const KUBELET_PKI = '/var/lib/kubelet/pki';
-export const CLIENT_CERT = `${KUBELET_PKI}/kubelet-client-current.pem`;
-export const SERVING_CERTS = [`${KUBELET_PKI}/kubelet-server-current.pem`, `${KUBELET_PKI}/kubelet.crt`] as const;
 /** a PEM with a certificate and a key is a few KiB; a chain a few more */
 const MAX_PEM_BYTES = 256 * 1024;
 const PEM_RE = /-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]{1,200000}?)-----END CERTIFICATE-----/;
