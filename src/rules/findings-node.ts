@@ -47,8 +47,8 @@ export const NODE_FINDINGS: readonly FindingKind[] = [
     rule: 'node-facts',
     severities: ['critical'],
     title: "A kubelet certificate has expired",
-    means: "NotAfter of kubelet's client certificate (the one its `--kubeconfig` user names: `/var/lib/kubelet/pki/kubelet-client-current.pem` on kubeadm, `/var/lib/rancher/<rke2|k3s>/agent/client-kubelet.crt` on rke2 and k3s, or `client-certificate-data`) or serving certificate (`--tls-cert-file` or `tlsCertFile`, else `kubelet-server-current.pem` or `kubelet.crt`) is past: the node goes NotReady (client), or logs/exec fail with x509 errors (serving).",
-    todo: 'Check `rotateCertificates` and pending CSRs (`kubectl get csr`); renew (`kubeadm certs renew`, re-join) and restart kubelet.',
+    means: "NotAfter of kubelet's client certificate (the one its `--kubeconfig` user names: `/var/lib/kubelet/pki/kubelet-client-current.pem` on kubeadm, `/var/lib/rancher/<rke2|k3s>/agent/client-kubelet.crt` on rke2 and k3s, or `client-certificate-data`) or serving certificate (`--tls-cert-file` or `tlsCertFile`, else `kubelet-server-current.pem` or `kubelet.crt`) is past. Client: the API server refuses kubelet (401): the node goes NotReady, and kubelet refuses logs, exec and port-forward, which it can no longer ask the API server to authorize. Serving: whoever checks it fails with x509 errors (metrics-server, Prometheus, an API server started with `--kubelet-certificate-authority`); an API server without that flag, as kubeadm sets it up, does not check it.",
+    todo: "Check `rotateCertificates` and pending CSRs (`kubectl get csr`). Client: kubeadm's \"kubelet client certificate rotation fails\" steps (or re-join); rke2 and k3s issue a new one when their agent service restarts. Serving: approve its CSR (`serverTLSBootstrap`), or delete `kubelet.crt` so kubelet writes a new self-signed one. Then restart kubelet.",
   },
   {
     id: 'kubelet-cert-expiring',

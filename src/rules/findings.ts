@@ -102,6 +102,8 @@ export const FINDINGS: readonly FindingKind[] = [
     'kubelet cannot list containers in time: the runtime is slow or wedged, or there are too many containers; check /v1/runtime latency and nodetruth_cri_call_duration_seconds.'),
   journal('kubelet-runtime-not-ready', 'critical', 'kubelet reports the container runtime not ready',
     'kubelet cannot use the runtime: see the runtime findings above and `journalctl -u containerd` (GET /v1/logs?query=containerd).'),
+  journal('kubelet-api-unauthorized', 'critical', 'The API server refuses kubelet (401 Unauthorized)',
+    "kubelet's client certificate has expired or was not issued by this cluster's CA, or its token or cloud identity is no longer accepted: see kubelet-cert-expired and `kubectl get csr`. Until it is fixed the node goes NotReady, and kubelet refuses logs, exec and port-forward (it cannot ask the API server to authorize them): reach the agent on the node's address (the DaemonSet), not through a port-forward."),
 
   {
     id: 'oom-kill',

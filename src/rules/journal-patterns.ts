@@ -71,4 +71,11 @@ export const KUBELET_JOURNAL_PATTERNS: readonly JournalPattern[] = [
       'rpc error: code = Unavailable desc = connection error',
     ],
   },
+  {
+    // kubelet 1.36's lines when the API server answers 401 (an expired or foreign client
+    // certificate, a revoked token): the status text alone, `err="Unauthorized"` or after the
+    // call (`failed to list *v1.Node: Unauthorized"`). A registry's 401 reads "401 Unauthorized".
+    id: 'kubelet-api-unauthorized',
+    phrases: ['err="Unauthorized"', ': Unauthorized"', 'webhook authorizer request: Unauthorized'],
+  },
 ];

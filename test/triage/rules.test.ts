@@ -497,7 +497,33 @@ t.test('kubelet journal errors of the last 10 minutes, by kind, with cursors', a
   t.match(pull.evidence[0], { source: 'journal', cursor: /^s=0a1b2c3d4e5f;i=/, excerpt: /failed to pull and unpack image/ });
   t.match(f.find((x) => x.id === 'kubelet-sandbox-network-errors')!.evidence.map((e) => e.excerpt), [/failed to setup network for sandbox/, /cni plugin not initialized/]);
   t.equal(f.find((x) => x.id === 'kubelet-pleg-unhealthy')!.severity, 'critical');
-  t.equal(KUBELET_JOURNAL_PATTERNS.length, 4);
+  t.equal(KUBELET_JOURNAL_PATTERNS.length, 5);
+});
+
+t.test('kubelet refused by the API server (401): its real lines, not a registry 401', async (t) => {
+  const s = healthySnapshot();
+  // kubelet 1.36.0 on the dev cluster's node with an expired client certificate
+  // (scripts/dev-cluster.sh cert-check, 2026-12-04), klog headers as journald stores them
+  s.kubeletJournal = ok({
+    records: [
+      kubeletLine(50, 'E', 'reflector.go:227] "Failed to watch" err="failed to list *v1.Node: Unauthorized" logger="UnhandledError" reflector="k8s.io/client-go@v0.0.0/tools/cache/reflector.go:343" type="*v1.Node"'),
+      kubeletLine(45, 'E', 'controller.go:201] "Failed to ensure lease exists, will retry" err="Unauthorized" interval="200ms"'),
+      kubeletLine(40, 'E', 'webhook.go:266] Failed to make webhook authorizer request: Unauthorized'),
+      kubeletLine(39, 'E', 'server.go:394] "Authorization error" err="Unauthorized" user="kube-apiserver-kubelet-client" verb="get" resource="nodes" subresource="proxy"'),
+      // a registry's 401 as containerd words it (remotes/docker/resolver.go: "unexpected status
+      // from %s request to %s: %s", the HTTP status line): an image pull error, not this finding
+      kubeletLine(30, 'E', 'log.go:32] "PullImage from image service failed" err="rpc error: code = Unknown desc = failed to pull and unpack image \\"registry.example/app:1\\": failed to resolve reference \\"registry.example/app:1\\": unexpected status from HEAD request to https://registry.example/v2/app/manifests/1: 401 Unauthorized" image="registry.example/app:1"'),
+    ],
+    truncated: null,
+    warnings: [],
+  });
+  const f = findings(s);
+  t.same(ids(f).sort(), ['kubelet-api-unauthorized', 'kubelet-image-pull-errors']);
+  const u = f.find((x) => x.id === 'kubelet-api-unauthorized')!;
+  t.equal(u.severity, 'critical');
+  t.equal(u.title, 'The API server refuses kubelet (401 Unauthorized)');
+  t.match(u.detail, /^4 kubelet log lines in the last 10 minutes/, 'the four refused calls, not the pull');
+  t.match(u.evidence[0], { source: 'journal', excerpt: /Unauthorized/ });
 });
 
 t.test('kubelet journal phrases: hostile lines are matched in one pass, and only where the regexes matched', async (t) => {

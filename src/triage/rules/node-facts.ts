@@ -97,12 +97,12 @@ function certificates(f: NodeFacts): Finding[] {
       title: expired ? `kubelet's ${c.role} certificate expired ${c.notAfter}` : `kubelet's ${c.role} certificate expires in ${Math.floor(c.secondsLeft / 3600)} h`,
       detail:
         c.role === 'client'
-          ? `kubelet authenticates to the API server with it: ${expired ? 'the node goes NotReady and its pods are evicted after the grace period' : 'rotation should have renewed it by now'}`
-          : `the API server connects to kubelet with it (logs, exec, port-forward): ${expired ? 'those fail with x509 errors' : 'they will fail once it expires'}`,
+          ? `kubelet authenticates to the API server with it: ${expired ? 'the API server refuses kubelet (401), the node goes NotReady and its pods are evicted after the grace period; kubelet refuses logs, exec and port-forward, which it can no longer ask the API server to authorize' : 'rotation should have renewed it by now'}`
+          : `kubelet serves its API with it (logs, exec, port-forward, metrics): ${expired ? 'whoever checks it fails with x509 errors (metrics-server, Prometheus, an API server with --kubelet-certificate-authority)' : 'whoever checks it will fail once it expires'}`,
       evidence: [{ source: 'file', path: c.path, excerpt: `${c.target ? `-> ${c.target}; ` : ''}subject ${c.subject}; issuer ${c.issuer}; notBefore ${c.notBefore}; notAfter ${c.notAfter}` }],
       hint:
         c.role === 'client'
-          ? "Check rotateCertificates in kubelet's config and pending CSRs (kubectl get csr); with kubeadm: kubeadm certs renew / re-join the node; restart kubelet after the file is renewed."
+          ? "Check rotateCertificates in kubelet's config and pending CSRs (kubectl get csr); kubeadm: follow its \"kubelet client certificate rotation fails\" steps or re-join the node; rke2, k3s: restart their agent service, which issues a new one; restart kubelet after the file is renewed. Meanwhile reach the agent on the node's address: a port-forward goes through kubelet."
           : 'Set serverTLSBootstrap and approve the serving CSRs, or replace kubelet.crt (delete it and restart kubelet to regenerate a self-signed one).',
     });
   }
