@@ -39,8 +39,11 @@ const examples = (phrases: readonly Phrase[]) =>
 
 /** a kubelet journal pattern's finding (journal-patterns.ts, by id) */
 function journal(id: string, severity: Severity, title: string, todo: string): FindingKind {
-  const phrases = KUBELET_JOURNAL_PATTERNS.find((p) => p.id === id)?.phrases ?? [];
-  const means = `E/W/F lines in kubelet's journal of the last ${T.journalWindowMinutes} minutes: ${title} (phrases such as ${examples(phrases)}).`;
+  const pattern = KUBELET_JOURNAL_PATTERNS.find((p) => p.id === id);
+  const startup = pattern?.untilFirstSuccess
+    ? ` Lines holding ${examples(pattern.untilFirstSuccess)}, which kubelet logs at every start until its first success, count only when one kubelet process logs them for more than ${T.kubeletStartupSeconds} s.`
+    : '';
+  const means = `E/W/F lines in kubelet's journal of the last ${T.journalWindowMinutes} minutes: ${title} (phrases such as ${examples(pattern?.phrases ?? [])}).${startup}`;
   return { id, rule: 'journal', severities: [severity], title, means, todo };
 }
 

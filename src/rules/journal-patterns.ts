@@ -13,6 +13,12 @@ export interface JournalPattern {
   id: string;
   /** the line matches when it contains any of these */
   phrases: readonly Phrase[];
+  /**
+   * a matching line that also holds one of these is what every kubelet logs from its start
+   * until its first success: it counts only while one kubelet process logs such lines for
+   * longer than thresholds.ts's kubeletStartupSeconds
+   */
+  untilFirstSuccess?: readonly Phrase[];
 }
 
 /** Only this much of a message is searched: klog puts the error first; the rest is tenant-controlled detail. */
@@ -55,6 +61,7 @@ export const KUBELET_JOURNAL_PATTERNS: readonly JournalPattern[] = [
   {
     id: 'kubelet-pleg-unhealthy',
     phrases: ['PLEG is not healthy', ['PLEG', 'relist'], 'pleg was last seen active'],
+    untilFirstSuccess: ['pleg has yet to be successful'],
   },
   {
     id: 'kubelet-runtime-not-ready',
@@ -70,6 +77,7 @@ export const KUBELET_JOURNAL_PATTERNS: readonly JournalPattern[] = [
       'RuntimeReady=false',
       'rpc error: code = Unavailable desc = connection error',
     ],
+    untilFirstSuccess: ['status check may not have completed yet'],
   },
   {
     // kubelet 1.36's lines when the API server answers 401 (an expired or foreign client

@@ -33,6 +33,13 @@ export const THRESHOLDS = {
   notReadySandboxSeconds: 60,
   /** kubelet journal errors: how far back */
   journalWindowMinutes: 10,
+  /**
+   * kubelet logs its "not yet" lines (PLEG "has yet to be successful", the runtime status
+   * check "may not have completed yet") from its start until its first relist succeeds, at
+   * every start: for 1-8 s on the dev cluster's TCG node. One kubelet process still logging
+   * them this long after its first is a runtime that never answered.
+   */
+  kubeletStartupSeconds: 60,
   /** at most this many kubelet journal entries are read */
   journalMaxEntries: 20_000,
   /** kernel OOM kills this recent are reported */

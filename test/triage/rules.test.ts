@@ -500,6 +500,31 @@ t.test('kubelet journal errors of the last 10 minutes, by kind, with cursors', a
   t.equal(KUBELET_JOURNAL_PATTERNS.length, 5);
 });
 
+t.test("kubelet's start: its 'not yet' lines count only when one kubelet process logs them past a minute", async (t) => {
+  // kubelet 1.36.0 at a start on the dev cluster's node (2026-12-04, pid 555: 00:55:16.899 to 00:55:18.470)
+  const skipping = 'kubelet.go:2646] "Skipping pod synchronization" err=';
+  const both = `${skipping}"[container runtime status check may not have completed yet, PLEG is not healthy: pleg has yet to be successful]"`;
+  const runtime = `${skipping}"container runtime status check may not have completed yet"`;
+  const at = (secondsAgo: number, text: string, pid: number) => ({ ...kubeletLine(secondsAgo, 'E', text), pid });
+  const start = (from: number, pid: number) => [at(from, both, pid), at(from - 0.1, runtime, pid), at(from - 0.4, runtime, pid), at(from - 0.8, runtime, pid), at(from - 1.6, runtime, pid)];
+  const s = healthySnapshot();
+  // three restarts of kubelet in the window, each over in under 2 s
+  s.kubeletJournal = ok({ records: [...start(500, 555), ...start(300, 1083), ...start(100, 1242)], truncated: null, warnings: [] });
+  t.same(ids(findings(s)).filter((id) => id.startsWith('kubelet-')), [], 'a kubelet starting is not a sick one');
+  // one kubelet whose runtime never answered: the same line every 5 s (its back-off's most) for 2 minutes
+  s.kubeletJournal = ok({ records: [...start(500, 555), ...Array.from({ length: 25 }, (_, i) => at(200 - i * 5, both, 4242))], truncated: null, warnings: [] });
+  let f = findings(s);
+  t.same(ids(f), ['kubelet-pleg-unhealthy']);
+  t.match(f[0]!.detail, /^25 kubelet log lines in the last 10 minutes/, "only the stuck process's lines");
+  // its PLEG relisted once, its runtime status check never came
+  s.kubeletJournal = ok({ records: Array.from({ length: 25 }, (_, i) => at(200 - i * 5, runtime, 4242)), truncated: null, warnings: [] });
+  f = findings(s);
+  t.same(ids(f), ['kubelet-runtime-not-ready']);
+  // a real PLEG failure counts at once, whatever the process
+  s.kubeletJournal = ok({ records: [at(30, `${skipping}"PLEG is not healthy: pleg was last seen active 3m5.2s ago; threshold is 3m0s"`, 555)], truncated: null, warnings: [] });
+  t.same(ids(findings(s)), ['kubelet-pleg-unhealthy']);
+});
+
 t.test('kubelet refused by the API server (401): its real lines, not a registry 401', async (t) => {
   const s = healthySnapshot();
   // kubelet 1.36.0 on the dev cluster's node with an expired client certificate
