@@ -2,7 +2,7 @@
 # The end-to-end checks against real Kubernetes components (scripts/dev-cluster.sh), per
 # guest suite: up, check, attach-check with the release's kubectl (and again with the
 # machine's own kubectl when it has one), daemonset-check, fleet-check, workload-check
-# (NODETRUTH_WORKLOAD_CHECK=0 leaves it out), runtime-check, drift-check, then down. A suite
+# (NODETRUTH_WORKLOAD_CHECK=0 leaves it out), cert-check, runtime-check, drift-check, then down. A suite
 # whose `up` fails skips its checks; every check runs even when an earlier one failed; the
 # cluster is always taken down (trap). Exits non-zero when anything failed.
 #
@@ -70,6 +70,7 @@ for suite in $SUITES; do
     step "$suite" fleet-check fleet-check || true
     # the workload scenarios as real Pods: minutes of kubelet's restart back-off and a capture
     if [[ ${NODETRUTH_WORKLOAD_CHECK:-1} = 1 ]]; then step "$suite" workload-check workload-check || true; fi
+    step "$suite" cert-check cert-check || true
     step "$suite" runtime-check runtime-check || true
     step "$suite" drift-check drift-check || true
   fi

@@ -24,6 +24,11 @@
 #                                       # /v1/node/drift of that agent against the real API
 #                                       # server: a pod never started, kubelet stopped, a pod
 #                                       # force-deleted while it is; kubelet started again
+#   bash scripts/dev-cluster.sh cert-check
+#                                       # kubelet restarted on expired copies of its serving,
+#                                       # then client certificate: that agent's /v1/node and
+#                                       # kubelet-cert-expired, what still works through the
+#                                       # API server; kubelet's own certificates back
 #   bash scripts/dev-cluster.sh runtime-check
 #                                       # containerd frozen with SIGSTOP under that agent: the
 #                                       # runtime routes 504 within the CRI deadline, the rest
@@ -1023,6 +1028,159 @@ YAML
   tap_end drift-check "$t0"
 }
 
+# expired_copy NAME: $DIR/node/share/kube/NAME-expired.crt, a copy of $DIR/pki/NAME.crt (its
+# key, subject and extensions, signed by the cluster's CA) valid from 31 days ago until 1 day
+# ago. `openssl ca` because `openssl x509` (3.0) cannot date a certificate in the past.
+expired_copy() {
+  local name=$1 ca=$DIR/pki/expired-ca
+  rm -rf "$ca"
+  mkdir -p "$ca"
+  : >"$ca/index.txt"
+  openssl rand -hex 16 >"$ca/serial"
+  printf '%s\n' '[ca]' 'default_ca = expired' '[expired]' "database = $ca/index.txt" "new_certs_dir = $ca" \
+    "serial = $ca/serial" 'default_md = sha256' 'policy = any' 'unique_subject = no' 'copy_extensions = copyall' \
+    '[any]' 'organizationName = optional' 'commonName = supplied' >"$ca/ca.cnf"
+  openssl x509 -x509toreq -copy_extensions copyall -in "$DIR/pki/$name.crt" -signkey "$DIR/pki/$name.key" -out "$ca/$name.csr" 2>/dev/null &&
+    openssl ca -batch -config "$ca/ca.cnf" -cert "$DIR/pki/ca.crt" -keyfile "$DIR/pki/ca.key" -in "$ca/$name.csr" \
+      -out "$DIR/node/share/kube/$name-expired.crt" -notext -preserveDN \
+      -startdate "$(date -u -d '31 days ago' +%Y%m%d%H%M%SZ)" -enddate "$(date -u -d '1 day ago' +%Y%m%d%H%M%SZ)" 2>/dev/null
+  local rc=$?
+  rm -rf "$ca"
+  return "$rc"
+}
+
+# not_after FILE: the certificate's NotAfter as the agent writes it (RFC 3339, milliseconds)
+not_after() { date -u -d "$(openssl x509 -in "$1" -noout -enddate | cut -d= -f2)" +%Y-%m-%dT%H:%M:%S.000Z; }
+
+# cert_finding ROLE: /v1/triage's kubelet-cert-expired finding about kubelet's ROLE certificate,
+# asked again for up to 2 min (the node facts can miss triage's deadline on a starved guest)
+cert_finding() {
+  local i
+  for ((i = 0; i < 24; i++)); do
+    [[ $(agent_get /v1/triage "$DIR/tokens/oncall" "$DIR/certs-triage.json") == 200 ]] &&
+      jq -ce --arg r "$1" '[.findings[] | select(.id == "kubelet-cert-expired" and (.title | startswith("kubelet'"'"'s \($r) certificate")))][0] // empty' "$DIR/certs-triage.json" &&
+      return 0
+    sleep 5
+  done
+  return 1
+}
+
+# cert_of ROLE: kubelet's ROLE certificate in the agent's /v1/node (asked again as cert_finding)
+cert_of() {
+  local i
+  for ((i = 0; i < 24; i++)); do
+    [[ $(agent_get /v1/node "$DIR/tokens/oncall" "$DIR/certs-node.json") == 200 ]] &&
+      jq -ce --arg r "$1" '[.facts.certificates[]? | select(.role == $r)][0] // empty' "$DIR/certs-node.json" &&
+      return 0
+    sleep 5
+  done
+  return 1
+}
+
+# kubelet_serves_until: the NotAfter of the certificate kubelet serves (qemu's forward to its port), as not_after writes it
+kubelet_serves_until() {
+  openssl s_client -connect "127.0.0.1:$KUBELET_PORT" </dev/null 2>/dev/null | openssl x509 >"$DIR/certs-served.pem" 2>/dev/null &&
+    not_after "$DIR/certs-served.pem"
+}
+
+# no_cert_finding: /v1/triage read the node facts and has no kubelet-cert-expired
+no_cert_finding() {
+  [[ $(agent_get /v1/triage "$DIR/tokens/oncall" "$DIR/certs-triage.json") == 200 ]] &&
+    jq -e '.sources.facts.ok and all(.findings[]; .id != "kubelet-cert-expired")' "$DIR/certs-triage.json" >/dev/null
+}
+
+# pod_logs: `kubectl logs` of the agent's pod, through the API server and kubelet; its status
+pod_logs() { K -n "$AGENT_NS" logs "$AGENT_POD" --tail=1 >"$DIR/certs-logs.out" 2>&1; }
+
+# kubelet's certificates expired, through the real kubelet, asked of the DaemonSet's agent on
+# the node's address as oncall (a port-forward goes through kubelet). kubelet is restarted on
+# copies of its certificates whose NotAfter is a day past (expired_copy). First the serving
+# one: the API server does not check it (no --kubelet-certificate-authority, as kubeadm
+# leaves it), so `kubectl logs` still works. Then the client one: the API server refuses
+# kubelet (401), and kubelet, which asks it (SubjectAccessReview) whether a caller may use
+# its API, refuses the API server's logs, exec and port-forward. Each time /v1/node has the
+# file's NotAfter and /v1/triage a critical kubelet-cert-expired. kubelet's own certificates
+# come back at the end, and by the exit trap.
+cert_check() {
+  local t0 v want served c f i
+  node_ready
+  t0=$(now)
+  daemonset_up
+  agent_tls
+  callers
+  expired_copy kubelet-serving && expired_copy kubelet || die "openssl ca: the expired copies of kubelet's certificates"
+  local pki=/etc/kubernetes/pki certs=/var/lib/kubelet/pki restore
+  # kubelet's own files back: the serving certificate, the client link's target, then a restart
+  restore="[ -f $pki/kubelet-serving.crt.own ] && mv $pki/kubelet-serving.crt.own $pki/kubelet-serving.crt
+[ -f /share/kube/kubelet-client-own ] && ln -sfn \"\$(cat /share/kube/kubelet-client-own)\" $certs/kubelet-client-current.pem
+rm -f $certs/kubelet-client-expired.pem /share/kube/kubelet-client-own
+systemctl restart kubelet.service; systemctl is-active kubelet.service"
+  trap 'log "kubelet gets its own certificates back"; guest "$restore" 90 >&2 || true' EXIT
+
+  # (a) the serving certificate expired
+  v=$(guest "cp -p $pki/kubelet-serving.crt $pki/kubelet-serving.crt.own && install -m 644 /share/kube/kubelet-serving-expired.crt $pki/kubelet-serving.crt
+systemctl restart kubelet.service; systemctl is-active kubelet.service" 90 2>&1) || true
+  expect "kubelet restarted on an expired serving certificate (systemctl: $v)" test "$v" == active
+  want=$(not_after "$DIR/node/share/kube/kubelet-serving-expired.crt")
+  wait_for 120 "kubelet serving again" kubelet_serves_until || true
+  served=$(kubelet_serves_until) || true
+  expect "kubelet serves it on :$KUBELET_PORT (NotAfter $served)" test "$served" == "$want"
+  c=$(cert_of serving) || true
+  expect "/v1/node: the serving certificate expired $want ($(jq -c '{path, notAfter, secondsLeft}' <<<"${c:-{\}}"))" \
+    jq -e --arg na "$want" '.path == "/etc/kubernetes/pki/kubelet-serving.crt" and .notAfter == $na and .secondsLeft < 0' <<<"${c:-{\}}"
+  f=$(cert_finding serving) || true
+  expect "/v1/triage kubelet-cert-expired, critical: $(jq -r '.title + ": " + .detail' <<<"${f:-{\}}" | head -c 300)" \
+    jq -e --arg na "$want" '.severity == "critical" and .title == "kubelet'"'"'s serving certificate expired \($na)"
+      and any(.evidence[]; .path == "/etc/kubernetes/pki/kubelet-serving.crt")' <<<"${f:-{\}}"
+  if wait_for 120 "kubectl logs of $AGENT_POD" pod_logs; then
+    tap OK "kubectl logs through the API server still works: it does not check kubelet's serving certificate"
+  else
+    tap FAIL "kubectl logs through the API server with kubelet's serving certificate expired" "$(tail -n 3 "$DIR/certs-logs.out")"
+  fi
+
+  # (b) the client certificate expired (the serving one its own again): the dated file kubelet's
+  # rotation would write, the link the kubeconfig names pointing to it
+  v=$(guest "mv $pki/kubelet-serving.crt.own $pki/kubelet-serving.crt
+readlink $certs/kubelet-client-current.pem >/share/kube/kubelet-client-own
+key=\$(sed -n '/-BEGIN .*PRIVATE KEY-/,/-END .*PRIVATE KEY-/p' $certs/kubelet-client-current.pem)
+(umask 077 && { cat /share/kube/kubelet-expired.crt; echo \"\$key\"; } >$certs/kubelet-client-expired.pem)
+ln -sfn kubelet-client-expired.pem $certs/kubelet-client-current.pem
+systemctl restart kubelet.service; systemctl is-active kubelet.service" 90 2>&1) || true
+  expect "kubelet restarted on an expired client certificate (systemctl: $v)" test "$v" == active
+  want=$(not_after "$DIR/node/share/kube/kubelet-expired.crt")
+  c=$(cert_of client) || true
+  expect "/v1/node: the client certificate, the link's new target, expired $want ($(jq -c '{target, notAfter, secondsLeft}' <<<"${c:-{\}}"))" \
+    jq -e --arg na "$want" '.path == "/var/lib/kubelet/pki/kubelet-client-current.pem" and .target == "/var/lib/kubelet/pki/kubelet-client-expired.pem"
+      and .notAfter == $na and .secondsLeft < 0' <<<"${c:-{\}}"
+  f=$(cert_finding client) || true
+  expect "/v1/triage kubelet-cert-expired, critical: $(jq -r '.title + ": " + .detail' <<<"${f:-{\}}" | head -c 300)" \
+    jq -e --arg na "$want" '.severity == "critical" and .title == "kubelet'"'"'s client certificate expired \($na)"' <<<"${f:-{\}}"
+  if wait_for 120 "kubectl logs of $AGENT_POD refused" bash -c "! '$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $AGENT_NS logs $AGENT_POD --tail=1 >'$DIR/certs-logs.out' 2>&1"; then
+    tap OK "kubectl logs refused: kubelet cannot ask the API server who may read ($(tail -n 1 "$DIR/certs-logs.out" | head -c 300))"
+  else
+    tap FAIL "kubectl logs refused while kubelet's client certificate is expired" "$(tail -n 3 "$DIR/certs-logs.out")"
+  fi
+  # kubelet's journal, as the agent reads it: the API server's 401s
+  f=
+  for ((i = 0; i < 24; i++)); do
+    [[ $(agent_get /v1/triage "$DIR/tokens/oncall" "$DIR/certs-triage.json") == 200 ]] &&
+      f=$(jq -ce '[.findings[] | select(.id == "kubelet-api-unauthorized")][0] // empty' "$DIR/certs-triage.json") && break
+    sleep 5
+  done
+  expect "/v1/triage kubelet-api-unauthorized from kubelet's journal: $(jq -r '.title + ": " + .detail' <<<"${f:-{\}}" | head -c 200) ($(jq -c '[.evidence[]? | .excerpt][0]' <<<"${f:-{\}}" | head -c 300))" \
+    jq -e '.severity == "critical" and any(.evidence[]; .source == "journal" and (.excerpt | contains("Unauthorized")))' <<<"${f:-{\}}"
+
+  # kubelet's own certificates back
+  v=$(guest "$restore" 90 2>&1) || true
+  trap - EXIT
+  expect "kubelet restarted on its own certificates (systemctl: $v)" test "$v" == active
+  expect "kubectl logs works again" wait_for 180 "kubectl logs of $AGENT_POD" pod_logs
+  c=$(cert_of client) || true
+  expect "/v1/node: the client certificate valid again ($(jq -c '{target, secondsLeft}' <<<"${c:-{\}}"))" jq -e '.secondsLeft > 0' <<<"${c:-{\}}"
+  expect "/v1/triage: no kubelet-cert-expired" wait_for 120 "/v1/triage without kubelet-cert-expired" no_cert_finding
+  tap_end cert-check "$t0"
+}
+
 # agent_once PATH OUT: one request as oncall, never asked again; prints "STATUS SECONDS"
 agent_once() { agent_curl "$1" "$DIR/tokens/oncall" "$2" '%{http_code} %{time_total}' 60; }
 
@@ -1136,6 +1294,7 @@ dispatch() {
   attach-check) shift; recorded_bin && attach_check "$@" ;;
   daemonset-check) recorded_bin && daemonset_check ;;
   drift-check) recorded_bin && drift_check ;;
+  cert-check) recorded_bin && cert_check ;;
   fleet-check) shift; recorded_bin && fleet_check "$@" ;;
   workload-check) recorded_bin && workload_check ;;
   runtime-check) recorded_bin && runtime_check ;;

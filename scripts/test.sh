@@ -5,7 +5,7 @@
 # debug pod and the DaemonSet pod through the CRI stand-in on a bookworm guest (test/e2e;
 # sid too with NODETRUTH_CLUSTER_CHECKS=0), and the arm64 image under qemu-user; last, the
 # checks against real Kubernetes components on the sid guest (scripts/cluster-checks.sh: up,
-# check, attach-check, daemonset-check, fleet-check, workload-check, runtime-check,
+# check, attach-check, daemonset-check, fleet-check, workload-check, cert-check, runtime-check,
 # drift-check, down; NODETRUTH_CLUSTER_SUITES="bookworm sid" for both guests,
 # NODETRUTH_WORKLOAD_CHECK=0 without the workload Pods, NODETRUTH_CLUSTER_CHECKS=0 to leave
 # the checks out).

@@ -119,7 +119,8 @@ const JOURNALD_UNITS = ['systemd-journald.service', 'systemd-journald.socket', '
 /** Where a --no-journal node's kubelet logs (the agent's unit-log fallback, rules/node-os.ts). */
 const KUBELET_LOG_FILE = '/var/log/kubelet.log';
 
-const kubeletUnit = (logFile: string): string => `[Unit]
+/** kubelet's unit: its output to the journal, as kubeadm's unit leaves it, or to `logFile` on a node without one */
+const kubeletUnit = (logFile: string | null): string => `[Unit]
 Description=kubelet (the dev cluster's node)
 Wants=containerd.service
 After=containerd.service
@@ -128,9 +129,7 @@ After=containerd.service
 ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet-config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --v=1
 Restart=always
 RestartSec=2
-StandardOutput=append:${logFile}
-StandardError=append:${logFile}
-
+${logFile ? `StandardOutput=append:${logFile}\nStandardError=append:${logFile}\n` : ''}
 [Install]
 WantedBy=multi-user.target
 `;
@@ -162,7 +161,9 @@ ${noJournal ? `# no journal on this node: nothing may be left that reads as one
 if systemctl is-active -q systemd-journald.service; then echo "systemd-journald runs although masked"; exit 1; fi
 rm -rf /var/log/journal /run/log/journal
 : > ${KUBELET_LOG_FILE}
-` : ''}# the kubernetes Service without kube-proxy: its address on lo, relayed to the API server
+` : `# kubelet's journal copied to the share as it is written: the host reads it without a command round trip
+systemd-run --unit=kubelet-log-copy --collect sh -c 'exec journalctl -f -n all -o cat -u kubelet.service >>/share/kubelet.log'
+`}# the kubernetes Service without kube-proxy: its address on lo, relayed to the API server
 ip addr add ${serviceIp}/32 dev lo
 systemd-run --unit=kubernetes-service --collect \\
   socat TCP-LISTEN:443,bind=${serviceIp},fork,reuseaddr TCP:${GUEST_API_ADDR}:${GUEST_API_PORT}
@@ -245,9 +246,9 @@ async function up(): Promise<void> {
   );
   writeFileSync(join(share, 'kubelet-config.yaml'), kubeletConfig(kubeletPort));
   writeFileSync(join(share, '10-nodetruth-dev.conflist'), CNI_CONFLIST + '\n');
-  // with a journal, the log goes to the share too: the host reads it without a command round trip
+  // with a journal, setupScript copies kubelet's to the share
   const kubeletLog = noJournal ? KUBELET_LOG_FILE : '/share/kubelet.log';
-  writeFileSync(join(share, 'kubelet.service'), kubeletUnit(kubeletLog));
+  writeFileSync(join(share, 'kubelet.service'), kubeletUnit(noJournal ? KUBELET_LOG_FILE : null));
   // The agent's image into containerd's k8s.io namespace the way the e2e harness does it:
   // a read-only disk (/dev/vdb) whose blobs guest/control.sh links into the content store
   // before the `ready` stage. The links point into the mounted disk, so it stays attached
