@@ -473,23 +473,22 @@ t.test('a finished pod (all containers exited, any exit code) is not a sandbox k
   t.match(f.find((x) => x.subject?.podUid === old.uid), { title: 'shop/web-1 has no ready sandbox and no running container', detail: /2 sandboxes, all NOTREADY; the newest \(4444444444444, attempt 1\)/ });
 });
 
+/** kubelet's journal source answering these records, whole */
+const journalOf = (records: ReturnType<typeof kubeletLine>[]) => ok({ records, truncated: null, warnings: [] });
+
 t.test('kubelet journal errors of the last 10 minutes, by kind, with cursors', async (t) => {
   const s = healthySnapshot();
-  s.kubeletJournal = ok({
-    records: [
-      kubeletLine(900, 'E', 'pod_workers.go:1301] "Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"app\\" with ErrImagePull: \\"rpc error: code = NotFound\\"" pod="shop/old"'),
-      kubeletLine(420, 'E', 'log.go:32] "PullImage from image service failed" err="rpc error: code = NotFound desc = failed to pull and unpack image \\"docker.io/library/nginx:1.99\\": failed to resolve reference \\"docker.io/library/nginx:1.99\\": docker.io/library/nginx:1.99: not found" image="nginx:1.99"'),
-      kubeletLine(410, 'E', 'pod_workers.go:1301] "Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"web\\" with ErrImagePull: \\"failed to pull and unpack image\\"" pod="shop/web-0" podUID="11111111-1111-4111-8111-111111111111"'),
-      kubeletLine(400, 'I', 'kuberuntime_manager.go:1050] "Back-off pulling image" image="nginx:1.99" ErrImagePull informational'),
-      kubeletLine(300, 'E', 'log.go:32] "RunPodSandbox from runtime service failed" err="rpc error: code = Unknown desc = failed to setup network for sandbox \\"5a1b\\": plugin type=\\"calico\\" failed (add): stat /var/lib/calico/nodename: no such file or directory"'),
-      kubeletLine(200, 'E', 'kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s"'),
-      kubeletLine(100, 'E', 'kubelet.go:2862] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"'),
-      kubeletLine(60, 'E', 'remote_runtime.go:633] "Status from runtime service failed" err="rpc error: code = Unavailable desc = connection error: desc = \\"transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory\\""'),
-      kubeletLine(30, 'I', 'kubelet.go:2412] "SyncLoop (PLEG): event for pod" pod="default/web-3"'),
-    ],
-    truncated: null,
-    warnings: [],
-  });
+  s.kubeletJournal = journalOf([
+    kubeletLine(900, 'E', 'pod_workers.go:1301] "Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"app\\" with ErrImagePull: \\"rpc error: code = NotFound\\"" pod="shop/old"'),
+    kubeletLine(420, 'E', 'log.go:32] "PullImage from image service failed" err="rpc error: code = NotFound desc = failed to pull and unpack image \\"docker.io/library/nginx:1.99\\": failed to resolve reference \\"docker.io/library/nginx:1.99\\": docker.io/library/nginx:1.99: not found" image="nginx:1.99"'),
+    kubeletLine(410, 'E', 'pod_workers.go:1301] "Error syncing pod, skipping" err="failed to \\"StartContainer\\" for \\"web\\" with ErrImagePull: \\"failed to pull and unpack image\\"" pod="shop/web-0" podUID="11111111-1111-4111-8111-111111111111"'),
+    kubeletLine(400, 'I', 'kuberuntime_manager.go:1050] "Back-off pulling image" image="nginx:1.99" ErrImagePull informational'),
+    kubeletLine(300, 'E', 'log.go:32] "RunPodSandbox from runtime service failed" err="rpc error: code = Unknown desc = failed to setup network for sandbox \\"5a1b\\": plugin type=\\"calico\\" failed (add): stat /var/lib/calico/nodename: no such file or directory"'),
+    kubeletLine(200, 'E', 'kubelet.go:2412] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s"'),
+    kubeletLine(100, 'E', 'kubelet.go:2862] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"'),
+    kubeletLine(60, 'E', 'remote_runtime.go:633] "Status from runtime service failed" err="rpc error: code = Unavailable desc = connection error: desc = \\"transport: Error while dialing: dial unix /run/containerd/containerd.sock: connect: no such file or directory\\""'),
+    kubeletLine(30, 'I', 'kubelet.go:2412] "SyncLoop (PLEG): event for pod" pod="default/web-3"'),
+  ]);
   const f = findings(s);
   t.same(ids(f).sort(), ['kubelet-image-pull-errors', 'kubelet-pleg-unhealthy', 'kubelet-runtime-not-ready', 'kubelet-sandbox-network-errors']);
   const pull = f.find((x) => x.id === 'kubelet-image-pull-errors')!;
@@ -509,19 +508,19 @@ t.test("kubelet's start: its 'not yet' lines count only when one kubelet process
   const start = (from: number, pid: number) => [at(from, both, pid), at(from - 0.1, runtime, pid), at(from - 0.4, runtime, pid), at(from - 0.8, runtime, pid), at(from - 1.6, runtime, pid)];
   const s = healthySnapshot();
   // three restarts of kubelet in the window, each over in under 2 s
-  s.kubeletJournal = ok({ records: [...start(500, 555), ...start(300, 1083), ...start(100, 1242)], truncated: null, warnings: [] });
+  s.kubeletJournal = journalOf([...start(500, 555), ...start(300, 1083), ...start(100, 1242)]);
   t.same(ids(findings(s)).filter((id) => id.startsWith('kubelet-')), [], 'a kubelet starting is not a sick one');
   // one kubelet whose runtime never answered: the same line every 5 s (its back-off's most) for 2 minutes
-  s.kubeletJournal = ok({ records: [...start(500, 555), ...Array.from({ length: 25 }, (_, i) => at(200 - i * 5, both, 4242))], truncated: null, warnings: [] });
+  s.kubeletJournal = journalOf([...start(500, 555), ...Array.from({ length: 25 }, (_, i) => at(200 - i * 5, both, 4242))]);
   let f = findings(s);
   t.same(ids(f), ['kubelet-pleg-unhealthy']);
   t.match(f[0]!.detail, /^25 kubelet log lines in the last 10 minutes/, "only the stuck process's lines");
   // its PLEG relisted once, its runtime status check never came
-  s.kubeletJournal = ok({ records: Array.from({ length: 25 }, (_, i) => at(200 - i * 5, runtime, 4242)), truncated: null, warnings: [] });
+  s.kubeletJournal = journalOf(Array.from({ length: 25 }, (_, i) => at(200 - i * 5, runtime, 4242)));
   f = findings(s);
   t.same(ids(f), ['kubelet-runtime-not-ready']);
   // a real PLEG failure counts at once, whatever the process
-  s.kubeletJournal = ok({ records: [at(30, `${skipping}"PLEG is not healthy: pleg was last seen active 3m5.2s ago; threshold is 3m0s"`, 555)], truncated: null, warnings: [] });
+  s.kubeletJournal = journalOf([at(30, `${skipping}"PLEG is not healthy: pleg was last seen active 3m5.2s ago; threshold is 3m0s"`, 555)]);
   t.same(ids(findings(s)), ['kubelet-pleg-unhealthy']);
 });
 
@@ -529,19 +528,15 @@ t.test('kubelet refused by the API server (401): its real lines, not a registry 
   const s = healthySnapshot();
   // kubelet 1.36.0 on the dev cluster's node with an expired client certificate
   // (scripts/dev-cluster.sh cert-check, 2026-12-04), klog headers as journald stores them
-  s.kubeletJournal = ok({
-    records: [
-      kubeletLine(50, 'E', 'reflector.go:227] "Failed to watch" err="failed to list *v1.Node: Unauthorized" logger="UnhandledError" reflector="k8s.io/client-go@v0.0.0/tools/cache/reflector.go:343" type="*v1.Node"'),
-      kubeletLine(45, 'E', 'controller.go:201] "Failed to ensure lease exists, will retry" err="Unauthorized" interval="200ms"'),
-      kubeletLine(40, 'E', 'webhook.go:266] Failed to make webhook authorizer request: Unauthorized'),
-      kubeletLine(39, 'E', 'server.go:394] "Authorization error" err="Unauthorized" user="kube-apiserver-kubelet-client" verb="get" resource="nodes" subresource="proxy"'),
-      // a registry's 401 as containerd words it (remotes/docker/resolver.go: "unexpected status
-      // from %s request to %s: %s", the HTTP status line): an image pull error, not this finding
-      kubeletLine(30, 'E', 'log.go:32] "PullImage from image service failed" err="rpc error: code = Unknown desc = failed to pull and unpack image \\"registry.example/app:1\\": failed to resolve reference \\"registry.example/app:1\\": unexpected status from HEAD request to https://registry.example/v2/app/manifests/1: 401 Unauthorized" image="registry.example/app:1"'),
-    ],
-    truncated: null,
-    warnings: [],
-  });
+  s.kubeletJournal = journalOf([
+    kubeletLine(50, 'E', 'reflector.go:227] "Failed to watch" err="failed to list *v1.Node: Unauthorized" logger="UnhandledError" reflector="k8s.io/client-go@v0.0.0/tools/cache/reflector.go:343" type="*v1.Node"'),
+    kubeletLine(45, 'E', 'controller.go:201] "Failed to ensure lease exists, will retry" err="Unauthorized" interval="200ms"'),
+    kubeletLine(40, 'E', 'webhook.go:266] Failed to make webhook authorizer request: Unauthorized'),
+    kubeletLine(39, 'E', 'server.go:394] "Authorization error" err="Unauthorized" user="kube-apiserver-kubelet-client" verb="get" resource="nodes" subresource="proxy"'),
+    // a registry's 401 as containerd words it (remotes/docker/resolver.go: "unexpected status
+    // from %s request to %s: %s", the HTTP status line): an image pull error, not this finding
+    kubeletLine(30, 'E', 'log.go:32] "PullImage from image service failed" err="rpc error: code = Unknown desc = failed to pull and unpack image \\"registry.example/app:1\\": failed to resolve reference \\"registry.example/app:1\\": unexpected status from HEAD request to https://registry.example/v2/app/manifests/1: 401 Unauthorized" image="registry.example/app:1"'),
+  ]);
   const f = findings(s);
   t.same(ids(f).sort(), ['kubelet-api-unauthorized', 'kubelet-image-pull-errors']);
   const u = f.find((x) => x.id === 'kubelet-api-unauthorized')!;
