@@ -1155,7 +1155,7 @@ systemctl restart kubelet.service; systemctl is-active kubelet.service" 90 2>&1)
   f=$(cert_finding client) || true
   expect "/v1/triage kubelet-cert-expired, critical: $(jq -r '.title + ": " + .detail' <<<"${f:-{\}}" | head -c 300)" \
     jq -e --arg na "$want" '.severity == "critical" and .title == "kubelet'"'"'s client certificate expired \($na)"' <<<"${f:-{\}}"
-  if wait_for 120 "kubectl logs of $AGENT_POD refused" bash -c "! '$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $AGENT_NS logs $AGENT_POD --tail=1 >'$DIR/certs-logs.out' 2>&1"; then
+  if wait_for 120 "kubectl logs of $AGENT_POD refused by kubelet's authorization" bash -c "! '$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n $AGENT_NS logs $AGENT_POD --tail=1 >'$DIR/certs-logs.out' 2>&1 && grep -q 'Authorization error' '$DIR/certs-logs.out'"; then
     tap OK "kubectl logs refused: kubelet cannot ask the API server who may read ($(tail -n 1 "$DIR/certs-logs.out" | head -c 300))"
   else
     tap FAIL "kubectl logs refused while kubelet's client certificate is expired" "$(tail -n 3 "$DIR/certs-logs.out")"
