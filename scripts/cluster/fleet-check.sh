@@ -85,7 +85,12 @@ PF_PID=$!
 wait_for 60 "the admin's port-forward listening" grep -q '^Forwarding from 127.0.0.1:' "$WORK/pf.out" ||
   die "kubectl port-forward pod/$POD :7071: $(cat "$WORK/pf.err")"
 LPORT=$(sed -n 's/^Forwarding from 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$WORK/pf.out" | head -n 1)
-openssl s_client -connect "127.0.0.1:$LPORT" </dev/null 2>/dev/null | openssl x509 >"$WORK/agent-ca.pem" 2>/dev/null || true
+# asked again: the first connection through a fresh port-forward can fail on a TCG node
+# (bookworm's containerd 1.6: no certificate on the first try, nothing in kubectl's stderr)
+for ((i = 0; i < 6; i++)); do
+  timeout 60 openssl s_client -connect "127.0.0.1:$LPORT" </dev/null 2>/dev/null | openssl x509 >"$WORK/agent-ca.pem" 2>/dev/null && break
+  sleep 5
+done
 kill "$PF_PID" 2>/dev/null || true
 wait "$PF_PID" 2>/dev/null || true
 PF_PID=
