@@ -1049,33 +1049,27 @@ expired_copy() {
   return "$rc"
 }
 
-# not_after FILE: the certificate's NotAfter as the agent writes it (RFC 3339, milliseconds)
-not_after() { date -u -d "$(openssl x509 -in "$1" -noout -enddate | cut -d= -f2)" +%Y-%m-%dT%H:%M:%S.000Z; }
+. scripts/cluster/cert.sh
 
-# cert_finding ROLE: /v1/triage's kubelet-cert-expired finding about kubelet's ROLE certificate,
-# asked again for up to 2 min (the node facts can miss triage's deadline on a starved guest)
+# agent_until PATH OUT FILTER [ARG VALUE]: the agent's answer to PATH (as oncall, kept in OUT)
+# asked again for up to 2 min until jq FILTER gives something; prints it (the node facts and
+# kubelet's journal can miss triage's deadline on a starved guest)
+agent_until() {
+  local path=$1 out=$2 filter=$3 i
+  shift 3
+  for ((i = 0; i < 24; i++)); do
+    [[ $(agent_get "$path" "$DIR/tokens/oncall" "$out") == 200 ]] && jq -ce "$@" "$filter // empty" "$out" && return 0
+    sleep 5
+  done
+  return 1
+}
+# cert_finding ROLE: /v1/triage's kubelet-cert-expired finding about kubelet's ROLE certificate
 cert_finding() {
-  local i
-  for ((i = 0; i < 24; i++)); do
-    [[ $(agent_get /v1/triage "$DIR/tokens/oncall" "$DIR/certs-triage.json") == 200 ]] &&
-      jq -ce --arg r "$1" '[.findings[] | select(.id == "kubelet-cert-expired" and (.title | startswith("kubelet'"'"'s \($r) certificate")))][0] // empty' "$DIR/certs-triage.json" &&
-      return 0
-    sleep 5
-  done
-  return 1
+  agent_until /v1/triage "$DIR/certs-triage.json" \
+    '[.findings[] | select(.id == "kubelet-cert-expired" and (.title | startswith("kubelet'"'"'s \($r) certificate")))][0]' --arg r "$1"
 }
-
-# cert_of ROLE: kubelet's ROLE certificate in the agent's /v1/node (asked again as cert_finding)
-cert_of() {
-  local i
-  for ((i = 0; i < 24; i++)); do
-    [[ $(agent_get /v1/node "$DIR/tokens/oncall" "$DIR/certs-node.json") == 200 ]] &&
-      jq -ce --arg r "$1" '[.facts.certificates[]? | select(.role == $r)][0] // empty' "$DIR/certs-node.json" &&
-      return 0
-    sleep 5
-  done
-  return 1
-}
+# cert_of ROLE: kubelet's ROLE certificate in the agent's /v1/node
+cert_of() { agent_until /v1/node "$DIR/certs-node.json" '[.facts.certificates[]? | select(.role == $r)][0]' --arg r "$1"; }
 
 # kubelet_serves_until: the NotAfter of the certificate kubelet serves (qemu's forward to its port), as not_after writes it
 kubelet_serves_until() {
@@ -1102,7 +1096,7 @@ pod_logs() { K -n "$AGENT_NS" logs "$AGENT_POD" --tail=1 >"$DIR/certs-logs.out" 
 # file's NotAfter and /v1/triage a critical kubelet-cert-expired. kubelet's own certificates
 # come back at the end, and by the exit trap.
 cert_check() {
-  local t0 v want served c f i
+  local t0 v want served c f
   node_ready
   t0=$(now)
   daemonset_up
@@ -1161,12 +1155,7 @@ systemctl restart kubelet.service; systemctl is-active kubelet.service" 90 2>&1)
     tap FAIL "kubectl logs refused while kubelet's client certificate is expired" "$(tail -n 3 "$DIR/certs-logs.out")"
   fi
   # kubelet's journal, as the agent reads it: the API server's 401s
-  f=
-  for ((i = 0; i < 24; i++)); do
-    [[ $(agent_get /v1/triage "$DIR/tokens/oncall" "$DIR/certs-triage.json") == 200 ]] &&
-      f=$(jq -ce '[.findings[] | select(.id == "kubelet-api-unauthorized")][0] // empty' "$DIR/certs-triage.json") && break
-    sleep 5
-  done
+  f=$(agent_until /v1/triage "$DIR/certs-triage.json" '[.findings[] | select(.id == "kubelet-api-unauthorized")][0]') || true
   expect "/v1/triage kubelet-api-unauthorized from kubelet's journal: $(jq -r '.title + ": " + .detail' <<<"${f:-{\}}" | head -c 200) ($(jq -c '[.evidence[]? | .excerpt][0]' <<<"${f:-{\}}" | head -c 300))" \
     jq -e '.severity == "critical" and any(.evidence[]; .source == "journal" and (.excerpt | contains("Unauthorized")))' <<<"${f:-{\}}"
 

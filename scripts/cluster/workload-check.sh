@@ -189,17 +189,17 @@ fi
 # kubelet's kubeconfig names it, the link in its cert dir (the layout kubeadm and kubelet's
 # rotation keep); the serving one by its config's tlsCertFile; NotAfter as openssl reads the
 # files dev-cluster.sh made
-end_of() { date -u -d "$(openssl x509 -in "$1" -noout -enddate | cut -d= -f2)" +%Y-%m-%dT%H:%M:%S.000Z; }
+. scripts/cluster/cert.sh
 cert_of() { jq -c --arg r "$1" '[.facts.certificates[]? | select(.role == $r)][0] // empty' "$WORK/node.json"; }
 C=$(cert_of client)
 expect "/v1/node: kubelet's client certificate, the one its kubeconfig names ($(jq -c '{target, subject, notAfter, secondsLeft, source}' <<<"${C:-{\}}" | head -c 400))" \
-  jq -e --arg na "$(end_of "$DIR/pki/kubelet.crt")" --arg n "$NODE" '.present and .path == "/var/lib/kubelet/pki/kubelet-client-current.pem"
+  jq -e --arg na "$(not_after "$DIR/pki/kubelet.crt")" --arg n "$NODE" '.present and .path == "/var/lib/kubelet/pki/kubelet-client-current.pem"
     and (.source | startswith("kubelet --kubeconfig /etc/kubernetes/kubelet.kubeconfig client-certificate (/proc/"))
     and (.target | test("^/var/lib/kubelet/pki/kubelet-client-[0-9-]+\\.pem$")) and (.subject | contains("CN=system:node:\($n)"))
     and .notAfter == $na and .secondsLeft > 0' <<<"${C:-{\}}"
 C=$(cert_of serving)
 expect "/v1/node: kubelet's serving certificate from its config's tlsCertFile ($(jq -c '{path, source, notAfter}' <<<"${C:-{\}}" | head -c 300))" \
-  jq -e --arg na "$(end_of "$DIR/pki/kubelet-serving.crt")" '.present and .path == "/etc/kubernetes/pki/kubelet-serving.crt"
+  jq -e --arg na "$(not_after "$DIR/pki/kubelet-serving.crt")" '.present and .path == "/etc/kubernetes/pki/kubelet-serving.crt"
     and .source == "kubelet config tlsCertFile" and .notAfter == $na' <<<"${C:-{\}}"
 expect "/v1/node never holds the client certificate's private key (the dated file holds both)" \
   bash -c '! grep -qF "$(sed -n 2p "$1")" "$2"' _ "$DIR/pki/kubelet.key" "$WORK/node.json"
@@ -247,6 +247,15 @@ if [[ -n $KILL ]]; then
 else
   tap FAIL "/v1/oom: the kernel's kill of container $OOM_CID" "$(head -c 1500 "$WORK/oom.json")"
 fi
+
+# the same kill as the kernel logged it: /v1/kernel's record names the container's cgroup
+code=$(agent_get '/v1/kernel?pattern=oom-kill' "$WORK/kernel-oom.json")
+expect "/v1/kernel?pattern=oom-kill ($code): a record naming ${OOM_CID:0:13}'s cgroup, with a kmsg sequence number ($(jq -c --arg c "$OOM_CID" '[.records[]? | select(.text | contains($c)) | {seq, text: .text[0:120]}][0]' "$WORK/kernel-oom.json" 2>/dev/null | head -c 300))" \
+  jq -e --arg c "$OOM_CID" '[.records[] | select(.text | contains($c))] | length > 0 and (.[0].seq | type == "number")' "$WORK/kernel-oom.json"
+# kubelet removes the cgroup of a pod whose containers have all ended (restartPolicy Never):
+# what the pod's cgroup still says of the kill is recorded, not asserted
+code=$(agent_get /v1/cgroups "$WORK/cgroups-oom.json")
+log "/v1/cgroups ($code): oom-victim's pod cgroup: $(jq -c --arg u "$OOM_UID" '[.items[]? | select(.kind == "pod" and .podUid == $u) | {qos, events: .memory.events}][0]' "$WORK/cgroups-oom.json" 2>/dev/null | head -c 300)"
 
 # (3) throttling: the spinner at its 0.1-core limit
 wait_for 600 "$NS/spinner Running" bash -c \
@@ -563,6 +572,22 @@ if [[ $code == 200 ]]; then
 else
   tap FAIL "/v1/timeline?pod=$NS/crashloop: $code" "$(head -c 800 "$WORK/timeline.json")"
 fi
+
+# /v1/pods: the spinner's sandbox as the API server names its pod
+code=$(agent_get "/v1/pods?namespace=$NS" "$WORK/pods.json")
+expect "/v1/pods?namespace=$NS ($code): spinner's sandbox with its name, namespace, UID, SANDBOX_READY ($(jq -c --arg u "$SPIN_UID" '[.items[]? | select(.uid == $u) | {name, namespace, state, attempt}][0]' "$WORK/pods.json" 2>/dev/null | head -c 200))" \
+  jq -e --arg u "$SPIN_UID" --arg ns "$NS" 'any(.items[]; .uid == $u and .name == "spinner" and .namespace == $ns and .state == "SANDBOX_READY") and all(.items[]; .namespace == $ns)' "$WORK/pods.json"
+
+# /v1/containers/{id}/logs: an exited attempt of the crash loop, from its CRI log file (both streams)
+CRASH_CID=$(jq -r '.status.containerStatuses[0] | (.lastState.terminated.containerID // .containerID // "") | sub("^[a-z]+://"; "")' "$WORK/crashloop.json")
+code=$(agent_get "/v1/containers/$CRASH_CID/logs" "$WORK/crash-logs.txt")
+expect "/v1/containers/${CRASH_CID:0:13}/logs ($code): the attempt's stdout and stderr lines ($(head -c 200 "$WORK/crash-logs.txt" | tr '\n' '|'))" \
+  bash -c 'grep -q "^starting attempt at " "$1" && grep -q "fatal: missing config" "$1"' _ "$WORK/crash-logs.txt"
+
+# /v1/logs?query=containerd: the node's journal as the image's journalctl reads it
+code=$(agent_get '/v1/logs?query=containerd&tailLines=50' "$WORK/journal-containerd.json")
+expect "/v1/logs?query=containerd ($code): $(jq '.records | length' "$WORK/journal-containerd.json" 2>/dev/null) journal records, each of containerd.service with a journald cursor ($(jq -c '.records[-1]? | {unit, identifier, message: .message[0:80]}' "$WORK/journal-containerd.json" 2>/dev/null | head -c 200))" \
+  jq -e '.source == "journal" and (.records | length > 0) and all(.records[]; .unit == "containerd.service" and (.cursor | startswith("s=")))' "$WORK/journal-containerd.json"
 
 # what kubelet itself said of the three pods (its Events), for the record
 kubectl -n "$NS" get events --sort-by=.firstTimestamp \
