@@ -575,7 +575,20 @@ attach_check() {
   # The launcher deletes with --wait=false: the kubelet stops the agent (its grace period).
   wait_for 180 "pod $ns/$pod gone" bash -c \
     "! '$BIN/kubectl' --kubeconfig='$DIR/kubeconfig' -n '$ns' get pod '$pod' 2>/dev/null | grep -q ."
-  log "attach-check passed in $(since "$t0") s: pod $pod created, port-forwarded, answered, audited, gone"
+  # kubelet's own delete, once the agent has stopped: its body is the pod's last status, the
+  # agent's exit after SIGTERM within the pod's grace period
+  local last
+  for ((i = 0; i < 20; i++)); do
+    last=$(jq -c --arg ns "$ns" --arg pod "$pod" --arg u "system:node:$NODE_NAME" 'select(.verb == "delete" and .objectRef.resource == "pods"
+        and .objectRef.namespace == $ns and .objectRef.name == $pod and .user.username == $u)' "$DIR/audit.log" | tail -n 1)
+    [[ -n $last ]] && break
+    sleep 0.5
+  done
+  [[ -n $last ]] || die "no audit event of kubelet's delete of pod $ns/$pod"
+  jq -e '.responseObject.status.containerStatuses[0].state.terminated | .exitCode == 0 and .reason == "Completed"' <<<"$last" >/dev/null ||
+    die "the agent did not exit 0 when kubelet stopped it: $(jq -c '.responseObject.status.containerStatuses[0].state' <<<"$last")"
+  log "kubelet stopped the agent: $(jq -c '.responseObject.status.containerStatuses[0].state.terminated | {exitCode, reason}' <<<"$last"), pod phase $(jq -r .responseObject.status.phase <<<"$last")"
+  log "attach-check passed in $(since "$t0") s: pod $pod created, port-forwarded, answered, audited, stopped with exit 0, gone"
 }
 
 # TAP-like lines for the checks that assert many things (a precondition that fails still dies at once)
