@@ -3,7 +3,7 @@
  * (test/fixtures/fake-node.ts: generated files in a temp dir and a FAKE CRI
  * runtime, NOT a real node) at small scale: 6 pods, 12 containers, a small real
  * journal, a kernel log with an OOM kill. It stands in until a capture from the
- * node VM (test/e2e/run.ts with NODETRUTH_E2E_WRITE_EXAMPLE=1 writes
+ * node VM (test/e2e-host/run.ts with NODETRUTH_E2E_WRITE_EXAMPLE=1 writes
  * examples/node-vm.tar.gz) is committed. Run: npx tsx examples/make-fake-bundle.ts
  */
 import { createWriteStream, existsSync, renameSync } from 'node:fs';

@@ -1,10 +1,10 @@
 // End-to-end tests of nodetruth against a real node: a qemu VM with systemd, journald,
 // containerd, runc and cgroup v2 (test/e2e-host/README.md). Run with `npm run test:e2e:host`
-// (`npm run test:e2e` runs it, then the image harness).
+// (`npm run test:e2e` runs it, then the arm64 image and the cluster checks).
 //
-// The development machine never runs a container: the guest does (test/e2e's bookworm guest,
-// the image harness's). Inside it, the kubelet stand-in (test/e2e/guest/cri-driver.ts)
-// creates the pods; nodetruth serves the API; every assertion below is made only through
+// The development machine never runs a container: the guest does (test/e2e's bookworm guest).
+// Inside it, the workload driver (test/e2e/guest/cri-driver.ts) creates the pods through the
+// CRI as kubelet does; nodetruth serves the API; every assertion below is made only through
 // nodetruth's HTTP API, from the host.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';

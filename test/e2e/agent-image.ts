@@ -1,12 +1,15 @@
 // The agent image's OCI archive, built by scripts/build-image.sh from the Dockerfile (cached by
-// its inputs: a hit answers at once). Shared by the harness (run.ts) and prepare.ts.
+// its inputs: a hit answers at once). Shared by the dev cluster (cluster/node.ts) and prepare.ts.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { runOk } from './util.js';
 import { projectRoot } from './vm.js';
 
-// The harnesses import the amd64 image alone: they ask for that architecture only (the
+/** The tag the agent image is built and loaded into the node's containerd under (deploy/ names it). */
+export const AGENT_IMAGE = 'ghcr.io/nodetruth/nodetruth:0.1.0';
+
+// The dev cluster imports the amd64 image alone: they ask for that architecture only (the
 // script's default, both and the multi-arch archive, is test/e2e/arm64.ts's and README's).
 export async function agentImageArchive(): Promise<{ archive: string; ms: number }> {
   const started = Date.now();

@@ -1,9 +1,9 @@
 // Builds, ahead of the end-to-end runs, every image they need: the agent image
-// (scripts/build-image.sh) and one guest per suite (the host-process harness, test/e2e-host,
-// boots the bookworm one). Each is cached by the hash of its inputs, so
-// the harnesses then find them built; a later run of this is a cache check.
+// (scripts/build-image.sh) and both guests (the host-process harness, test/e2e-host, boots
+// the bookworm one; the cluster checks boot each). Each is cached by the hash of its
+// inputs, so the runs then find them built; a later run of this is a cache check.
 //
-//   node --import tsx test/e2e/prepare.ts          # the guests of NODETRUTH_E2E_SUITES, as run.ts
+//   node --import tsx test/e2e/prepare.ts
 //
 // scripts/test.sh starts it in the background beside `npm test`: the builds wait mostly on
 // the Debian mirror, the npm registry and dpkg's unpacking, not on the CPU the tests use,
@@ -11,10 +11,8 @@
 // It must finish before a harness starts: a harness that finds an image missing builds it
 // itself, and two builds of one image would both try to move it into place.
 import { agentImageArchive, allArchArchives } from './agent-image.js';
-import { ensureImage, type Suite } from './image.js';
-import { log, selectedSuites } from './util.js';
-
-const suites = [...new Set<Suite>(['bookworm', ...selectedSuites()])];
+import { ensureImage, SUITES } from './image.js';
+import { log } from './util.js';
 
 async function timed(name: string, work: () => Promise<unknown>): Promise<string> {
   const started = Date.now();
@@ -27,7 +25,7 @@ const results = await Promise.allSettled([
   // then the arm64 image and the multi-arch archive (test/e2e/arm64.ts), after the amd64
   // one the harnesses need first: build-image.sh builds one at a time per cache anyway.
   timed('agent image', agentImageArchive).then(async (amd64) => `${amd64}; ${await timed('arm64 + multi-arch image', allArchArchives)}`),
-  ...suites.map((s) => timed(`${s} guest`, () => ensureImage(s))),
+  ...SUITES.map((s) => timed(`${s} guest`, () => ensureImage(s))),
 ]);
 const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
 log(`prepared in ${((Date.now() - started) / 1000).toFixed(1)} s: ${results.map((r) => (r.status === 'fulfilled' ? r.value : `failed: ${String(r.reason).slice(0, 400)}`)).join('; ')}`);

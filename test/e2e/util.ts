@@ -4,7 +4,6 @@ import { openSync, closeSync, readFileSync, existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SUITES, type Suite } from './image.js';
 
 export { sleep };
 
@@ -15,16 +14,6 @@ export { sleep };
  */
 export function cacheHome(part: string): string {
   return join(process.env.NODETRUTH_CACHE ?? join(homedir(), '.cache', 'nodetruth'), part);
-}
-
-/**
- * The guests a run of the image harness uses: NODETRUTH_E2E_SUITES (comma-separated, in
- * order), both by default. (Here, not in image.ts: that file is hashed into the guest images.)
- */
-export function selectedSuites(env: NodeJS.ProcessEnv = process.env): Suite[] {
-  const suites = (env.NODETRUTH_E2E_SUITES ?? SUITES.join(',')).split(',').map((x) => x.trim()).filter(Boolean) as Suite[];
-  for (const s of suites) if (!SUITES.includes(s)) throw new Error(`NODETRUTH_E2E_SUITES: unknown suite ${s} (have ${SUITES.join(', ')})`);
-  return suites;
 }
 
 export function log(msg: string): void {

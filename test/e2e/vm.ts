@@ -31,7 +31,7 @@ export interface ExecResult {
   ms: number;
 }
 
-export class QemuUnavailable extends Error {}
+class QemuUnavailable extends Error {}
 
 /** The qemu binary; NODETRUTH_E2E_QEMU overrides it (e.g. to check the "no qemu" path). */
 const QEMU = process.env.NODETRUTH_E2E_QEMU ?? 'qemu-system-x86_64';
@@ -48,7 +48,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-export function checkQemu(): void {
+function checkQemu(): void {
   try {
     execFileSync(QEMU, ['--version'], { stdio: 'pipe', timeout: 10_000 });
     execFileSync('qemu-img', ['--version'], { stdio: 'pipe', timeout: 10_000 });

@@ -28,9 +28,8 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { agentImageArchive } from '../agent-image.js';
+import { AGENT_IMAGE, agentImageArchive } from '../agent-image.js';
 import { ensureImage, SUITES, type Suite } from '../image.js';
-import { AGENT_IMAGE } from '../kube-pods.js';
 import { agentImageDisk } from '../oci-uncompress.js';
 import { GUEST_API_ADDR, GUEST_API_PORT, NodeVm } from '../vm.js';
 import { GiveUp, log, tailFile, waitFor } from '../util.js';
@@ -249,7 +248,7 @@ async function up(): Promise<void> {
   // with a journal, setupScript copies kubelet's to the share
   const kubeletLog = noJournal ? KUBELET_LOG_FILE : '/share/kubelet.log';
   writeFileSync(join(share, 'kubelet.service'), kubeletUnit(noJournal ? KUBELET_LOG_FILE : null));
-  // The agent's image into containerd's k8s.io namespace the way the e2e harness does it:
+  // The agent's image into containerd's k8s.io namespace as every guest gets it:
   // a read-only disk (/dev/vdb) whose blobs guest/control.sh links into the content store
   // before the `ready` stage. The links point into the mounted disk, so it stays attached
   // while qemu runs; dev-cluster.sh removes it on down.
