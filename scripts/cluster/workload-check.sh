@@ -578,9 +578,14 @@ code=$(agent_get "/v1/pods?namespace=$NS" "$WORK/pods.json")
 expect "/v1/pods?namespace=$NS ($code): spinner's sandbox with its name, namespace, UID, SANDBOX_READY ($(jq -c --arg u "$SPIN_UID" '[.items[]? | select(.uid == $u) | {name, namespace, state, attempt}][0]' "$WORK/pods.json" 2>/dev/null | head -c 200))" \
   jq -e --arg u "$SPIN_UID" --arg ns "$NS" 'any(.items[]; .uid == $u and .name == "spinner" and .namespace == $ns and .state == "SANDBOX_READY") and all(.items[]; .namespace == $ns)' "$WORK/pods.json"
 
-# /v1/containers/{id}/logs: an exited attempt of the crash loop, from its CRI log file (both streams)
-CRASH_CID=$(jq -r '.status.containerStatuses[0] | (.lastState.terminated.containerID // .containerID // "") | sub("^[a-z]+://"; "")' "$WORK/crashloop.json")
-code=$(agent_get "/v1/containers/$CRASH_CID/logs" "$WORK/crash-logs.txt")
+# /v1/containers/{id}/logs: the newest exited attempt of the crash loop, from its CRI log file
+# (both streams). kubelet keeps one exited container per container name: the pod is read
+# again just before, and once more if a new attempt ended in between (404).
+for ((i = 0; i < 3; i++)); do
+  CRASH_CID=$(pod_json crashloop | jq -r '.status.containerStatuses[0] | (.state.terminated.containerID // .lastState.terminated.containerID // "") | sub("^[a-z]+://"; "")')
+  code=$(agent_get "/v1/containers/$CRASH_CID/logs" "$WORK/crash-logs.txt")
+  [[ $code == 404 ]] || break
+done
 expect "/v1/containers/${CRASH_CID:0:13}/logs ($code): the attempt's stdout and stderr lines ($(head -c 200 "$WORK/crash-logs.txt" | tr '\n' '|'))" \
   bash -c 'grep -q "^starting attempt at " "$1" && grep -q "fatal: missing config" "$1"' _ "$WORK/crash-logs.txt"
 
