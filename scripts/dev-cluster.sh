@@ -478,10 +478,7 @@ attach_check() {
   done
   [[ -x $kubectl && $(basename "$kubectl") == kubectl ]] || die "--kubectl: an executable named kubectl"
   kubectl=$(realpath "$kubectl")
-  for p in "${PROCS[@]}"; do alive "$p"; done
-  node_pid >/dev/null || die "no node: run up without --no-node"
-  [[ $(K get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
-    die "node $NODE_NAME is not Ready"
+  node_ready
   t0=$(now)
   # dist/ from the tree: rebuilt when any source is newer than dist/cli.js
   if [[ ! -f $TREE/dist/cli.js ]] || [[ -n $(find "$TREE/src" "$TREE/deploy" -newer "$TREE/dist/cli.js" -print -quit) ]]; then
@@ -603,11 +600,11 @@ tap_end() {
   log "$what passed: $TAP_N of $TAP_N in $(since "$t0") s"
 }
 
+node_is_ready() { [[ $(K get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]]; }
 node_ready() {
   for p in "${PROCS[@]}"; do alive "$p"; done
   node_pid >/dev/null || die "no node: run up without --no-node"
-  [[ $(K get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}') == True ]] ||
-    die "node $NODE_NAME is not Ready"
+  node_is_ready || die "node $NODE_NAME is not Ready"
 }
 
 # guest SCRIPT [TIMEOUT]: runs SCRIPT as root in the node through guest/control.sh's command
@@ -1177,6 +1174,8 @@ systemctl restart kubelet.service; systemctl is-active kubelet.service" 90 2>&1)
   trap - EXIT
   expect "kubelet restarted on its own certificates (systemctl: $v)" test "$v" == active
   expect "kubectl logs works again" wait_for 180 "kubectl logs of $AGENT_POD" pod_logs
+  # the node controller marked the node NotReady while kubelet could not renew its lease
+  expect "node $NODE_NAME Ready again" wait_for 180 "node $NODE_NAME Ready" node_is_ready
   c=$(cert_of client) || true
   expect "/v1/node: the client certificate valid again ($(jq -c '{target, secondsLeft}' <<<"${c:-{\}}"))" jq -e '.secondsLeft > 0' <<<"${c:-{\}}"
   expect "/v1/triage: no kubelet-cert-expired" wait_for 120 "/v1/triage without kubelet-cert-expired" no_cert_finding
