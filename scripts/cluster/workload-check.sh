@@ -583,11 +583,13 @@ expect "/v1/pods?namespace=$NS ($code): spinner's sandbox with its name, namespa
 # again just before, and once more if a new attempt ended in between (404).
 for ((i = 0; i < 3; i++)); do
   CRASH_CID=$(pod_json crashloop | jq -r '.status.containerStatuses[0] | (.state.terminated.containerID // .lastState.terminated.containerID // "") | sub("^[a-z]+://"; "")')
-  code=$(agent_get "/v1/containers/$CRASH_CID/logs" "$WORK/crash-logs.txt")
+  code=$(agent_get "/v1/containers/$CRASH_CID/logs" "$WORK/crash-logs.json")
   [[ $code == 404 ]] || break
 done
-expect "/v1/containers/${CRASH_CID:0:13}/logs ($code): the attempt's stdout and stderr lines ($(head -c 200 "$WORK/crash-logs.txt" | tr '\n' '|'))" \
-  bash -c 'grep -q "^starting attempt at " "$1" && grep -q "fatal: missing config" "$1"' _ "$WORK/crash-logs.txt"
+expect "/v1/containers/${CRASH_CID:0:13}/logs ($code): the attempt's stdout and stderr lines ($(jq -c '{file, entries: [.entries[]? | {stream, message}]}' "$WORK/crash-logs.json" 2>/dev/null | head -c 400))" \
+  jq -e --arg c "$CRASH_CID" '.containerId == $c and (.file | endswith(".log"))
+    and any(.entries[]; .stream == "stdout" and (.message | startswith("starting attempt at ")))
+    and any(.entries[]; .stream == "stderr" and .message == "fatal: missing config")' "$WORK/crash-logs.json"
 
 # /v1/logs?query=containerd: the node's journal as the image's journalctl reads it
 code=$(agent_get '/v1/logs?query=containerd&tailLines=50' "$WORK/journal-containerd.json")
