@@ -9,7 +9,7 @@ import { projectRoot } from './vm.js';
 /** The tag the agent image is built and loaded into the node's containerd under (deploy/ names it). */
 export const AGENT_IMAGE = 'ghcr.io/nodetruth/nodetruth:0.1.0';
 
-// The dev cluster imports the amd64 image alone: they ask for that architecture only (the
+// The dev cluster imports the amd64 image alone, so it asks for that architecture only (the
 // script's default, both and the multi-arch archive, is test/e2e/arm64.ts's and README's).
 export async function agentImageArchive(): Promise<{ archive: string; ms: number }> {
   const started = Date.now();
