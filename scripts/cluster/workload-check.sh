@@ -24,13 +24,16 @@
 #   - hung tasks: frozen-writer's writers on a loop-mounted ext4 (hostPath) frozen with a
 #     4 s kernel.hung_task_timeout_secs; /v1/triage kernel-hung-task (kmsg) and
 #     processes-d-state by pod; thawed, nothing stays in D
-#   - node failures made in the node by test/e2e/guest/faults.sh (the host-process harness's):
-#     an ext4 remounted read-only by its own error path, a null_blk disk with bad blocks, a
-#     staging driver's taint, a conntrack table of 100 filled by held connections; /v1/triage
+#   - node failures made in the node by test/e2e/guest/faults.sh: a conntrack table of 100
+#     filled by held connections, then an ext4 remounted read-only by its own error path, a null_blk disk with bad blocks, a
+#     staging driver's taint; /v1/triage
 #     kernel-fs-read-only, kernel-fs-error, kernel-io-error, conntrack-table-full and
 #     kernel-conntrack-full (kmsg sequence and text), taint C in /v1/node
 #   - `nodetruth attach node1 --capture -o FILE` (the real kubectl debug and port-forward),
 #     then `nodetruth serve --bundle FILE` on this host answers /v1/oom with the same kill
+#   - the agent as a host process on the node (test/e2e/cluster/host-check.ts, given made.json:
+#     what was made above and when): the node's timeline in the order of the faults, the
+#     kernel's ring, a bundle, SIGTERM
 # The agent is reached as a user reaches it: `kubectl port-forward` to the pod's loopback
 # listen address (127.0.0.1:7071), TLS checked against the public-key pin the agent logged,
 # with the token of a ServiceAccount bound to nodetruth-reader and, for /metrics,
@@ -73,6 +76,14 @@ HUNG_TASK_SECS=4
 FAULTS="sh /nodetruth/test/e2e/guest/faults.sh"
 FAULTS_MADE=0
 CONNTRACK_MAX=100
+
+# what was made and when (ms, this host's clock), for the agent as a host process (host-check.ts)
+ms() { date +%s%3N; }
+made() { # made KEY JQ-ARGS... FILTER: one record of made.json
+  local key=$1
+  shift
+  jq -nc "$@" | jq -c --arg k "$key" '{($k): .}' >>"$WORK/made.jsonl"
+}
 
 PF_PID=
 SERVE_PID=
@@ -209,6 +220,7 @@ expect "/v1/node never holds the client certificate's private key (the dated fil
 node_sh "mountpoint -q $FREEZE || $FAULTS loopfs" >"$WORK/loopfs.out" 2>&1 ||
   die "the loop file system for frozen-writer: $(cat "$WORK/loopfs.out")"
 t1=$(now)
+OOM_FROM=$(ms)
 kubectl apply -f "$MANIFESTS/oom.yaml" -f "$MANIFESTS/crashloop.yaml" -f "$MANIFESTS/spinner.yaml" \
   -f "$MANIFESTS/zombies.yaml" -f "$MANIFESTS/memory-high.yaml" -f "$MANIFESTS/frozen-writer.yaml" >/dev/null
 pod_json() { kubectl -n "$NS" get pod "$1" -o json; }
@@ -221,6 +233,7 @@ log "oom-victim terminated $(since "$t1") s after apply"
 pod_json oom-victim >"$WORK/oom-victim.json"
 OOM_UID=$(jq -r .metadata.uid "$WORK/oom-victim.json")
 OOM_CID=$(cid "$WORK/oom-victim.json")
+made oom --arg u "$OOM_UID" --arg c "$OOM_CID" --argjson f "$OOM_FROM" --argjson t "$(ms)" '{podUid: $u, containerId: $c, from: $f, to: $t}'
 expect "kubelet: oom-victim's hog terminated, exit 137, $(jq -r '.status.containerStatuses[0].state.terminated.reason' "$WORK/oom-victim.json"), QoS Burstable" \
   jq -e '.status.containerStatuses[0].state.terminated.exitCode == 137 and .status.qosClass == "Burstable"' "$WORK/oom-victim.json"
 kill_of() { jq -c --arg c "$OOM_CID" '[.kills[] | select(.containerId == $c)] | last // empty' "$1"; }
@@ -264,6 +277,7 @@ wait_for 600 "$NS/spinner Running" bash -c \
 pod_json spinner >"$WORK/spinner.json"
 SPIN_UID=$(jq -r .metadata.uid "$WORK/spinner.json")
 SPIN_CID=$(cid "$WORK/spinner.json")
+made spinner --arg u "$SPIN_UID" --arg c "$SPIN_CID" '{podUid: $u, containerId: $c}'
 sleep 5
 code=$(agent_get '/v1/throttling?window=5s' "$WORK/throttling.json")
 SPIN=$(jq -c --arg c "$SPIN_CID" '.items | to_entries[] | select(.value.containerId == $c) | .value + {rank: (.key + 1)}' "$WORK/throttling.json" 2>/dev/null) || true
@@ -387,6 +401,7 @@ fi
 if running frozen-writer; then
   WRITER_UID=$(jq -r .metadata.uid "$WORK/frozen-writer.json")
   WRITER_CID=$(cid "$WORK/frozen-writer.json")
+  HUNG_FROM=$(ms)
   FROZEN=1
   node_sh "cat /proc/sys/kernel/hung_task_timeout_secs > /share/hung_task_timeout_secs.orig; echo 10 > /proc/sys/kernel/hung_task_warnings;
     echo $HUNG_TASK_SECS > /proc/sys/kernel/hung_task_timeout_secs; fsfreeze -f $FREEZE" >/dev/null
@@ -415,6 +430,7 @@ if running frozen-writer; then
   fi
   node_sh "fsfreeze -u $FREEZE; cat /share/hung_task_timeout_secs.orig > /proc/sys/kernel/hung_task_timeout_secs" >/dev/null
   FROZEN=0
+  made hung --arg u "$WRITER_UID" --arg c "$WRITER_CID" --argjson f "$HUNG_FROM" --argjson t "$(ms)" '{podUid: $u, containerId: $c, from: $f, to: $t}'
   thawed=0
   for ((i = 0; i < 12; i++)); do
     if [[ $(agent_get /v1/node "$WORK/node-after-thaw.json") == 200 ]] &&
@@ -429,7 +445,7 @@ else
   tap FAIL "$NS/frozen-writer Running"
 fi
 
-# (7) node failures, made for real in the node as the host-process harness makes them
+# (7) node failures, made for real in the node (test/e2e/guest/faults.sh)
 # node_finding ID [DEVICE]: the node-wide finding of that id (about DEVICE: its title ends "on DEVICE")
 node_finding() {
   jq -c --arg id "$1" --arg d "${2:-}" '[.findings[]? | select(.id == $id and ($d == "" or (.title | endswith(" on " + $d))))][0] // empty' "$WORK/triage-node.json" 2>/dev/null
@@ -451,7 +467,32 @@ triage_node_until() {
 # kmsg_evidence TEXT: jq's test that a finding has kmsg evidence with a sequence number, one containing TEXT
 kmsg_evidence() { jq -e --arg t "$1" 'any(.evidence[]; .source == "kmsg" and (.seq | type == "number") and (.excerpt | contains($t)))'; }
 FAULTS_MADE=1
+# the conntrack table: only the filler's connections are tracked, so the port-forward's streams still connect
+CT_FROM=$(ms)
+CT_OK=0
+if node_sh "$FAULTS conntrack-fill $CONNTRACK_MAX" 180 >"$WORK/conntrack.out" 2>&1; then
+  fill=$(grep -m1 '^{' "$WORK/conntrack.out") || fill='{}'
+  CT_OK=1
+  # how many it held depends on what else the node's table holds (measured: sid 100 of 100, bookworm 50)
+  expect "the filler held connections until SYNs were dropped ($fill)" \
+    jq -e '.connected >= 1 and .dropped >= 1' <<<"$fill"
+  triage_node_until conntrack-table-full kernel-conntrack-full ||
+    log "not both conntrack findings within 3 min: $(jq -c '[.findings[]? | .id]' "$WORK/triage-node.json" 2>/dev/null | head -c 600)"
+  F=$(node_finding conntrack-table-full)
+  expect "/v1/triage conntrack-table-full, critical: nf_conntrack_count against nf_conntrack_max $CONNTRACK_MAX ($(jq -c '[.evidence[]? | {(.path): .excerpt}] | add' <<<"${F:-{\}}" | head -c 300))" \
+    jq -e --arg m "$CONNTRACK_MAX" '.severity == "critical" and ([.evidence[] | {(.path): .excerpt}] | add) as $e
+      | $e["/proc/sys/net/netfilter/nf_conntrack_max"] == $m and ($e["/proc/sys/net/netfilter/nf_conntrack_count"] | tonumber) >= ($m | tonumber) * 0.98' <<<"${F:-{\}}"
+  F=$(node_finding kernel-conntrack-full)
+  expect "/v1/triage kernel-conntrack-full, critical, from the kernel's line ($(jq -c '[.evidence[]? | select(.source == "kmsg") | .excerpt][0]' <<<"${F:-{\}}" | head -c 300))" \
+    jq -e '.severity == "critical" and any(.evidence[]; .source == "kmsg" and (.seq | type == "number") and (.excerpt | test("nf_conntrack: table full")))' <<<"${F:-{\}}"
+else
+  tap FAIL "the conntrack table filled (faults.sh conntrack-fill $CONNTRACK_MAX)" "$(tail -n 8 "$WORK/conntrack.out")"
+fi
+node_sh "$FAULTS conntrack-undo" >/dev/null 2>&1 || log "the conntrack table not undone"
+((CT_OK)) && made conntrack --argjson f "$CT_FROM" --argjson t "$(ms)" '{from: $f, to: $t}'
+# the file system's and the disk's errors last: the kernel capture (host-check.ts) keeps their records apart
 LOOP= NULLB=
+FS_FROM=$(ms)
 if node_sh "$FAULTS rofs" 120 >"$WORK/rofs.out" 2>&1 && LOOP=$(node_sh "cat /share/rofs-dev.txt") &&
   node_sh "$FAULTS ioerr" 120 >"$WORK/ioerr.out" 2>&1 && NULLB=$(node_sh "cat /share/ioerr-dev.txt") &&
   node_sh "$FAULTS staging-taint" 120 >"$WORK/taint.out" 2>&1; then
@@ -480,25 +521,7 @@ else
   tap FAIL "the node's fs and disk failures made (faults.sh rofs, ioerr, staging-taint)" "$(tail -n 5 "$WORK/rofs.out" "$WORK/ioerr.out" "$WORK/taint.out" 2>/dev/null)"
 fi
 node_sh "$FAULTS rofs-undo; $FAULTS ioerr-undo" >/dev/null 2>&1 || log "the fs and disk failures not undone"
-# the conntrack table: only the filler's connections are tracked, so the port-forward's streams still connect
-if node_sh "$FAULTS conntrack-fill $CONNTRACK_MAX" 180 >"$WORK/conntrack.out" 2>&1; then
-  fill=$(grep -m1 '^{' "$WORK/conntrack.out") || fill='{}'
-  # how many it held depends on what else the node's table holds (measured: sid 100 of 100, bookworm 50)
-  expect "the filler held connections until SYNs were dropped ($fill)" \
-    jq -e '.connected >= 1 and .dropped >= 1' <<<"$fill"
-  triage_node_until conntrack-table-full kernel-conntrack-full ||
-    log "not both conntrack findings within 3 min: $(jq -c '[.findings[]? | .id]' "$WORK/triage-node.json" 2>/dev/null | head -c 600)"
-  F=$(node_finding conntrack-table-full)
-  expect "/v1/triage conntrack-table-full, critical: nf_conntrack_count against nf_conntrack_max $CONNTRACK_MAX ($(jq -c '[.evidence[]? | {(.path): .excerpt}] | add' <<<"${F:-{\}}" | head -c 300))" \
-    jq -e --arg m "$CONNTRACK_MAX" '.severity == "critical" and ([.evidence[] | {(.path): .excerpt}] | add) as $e
-      | $e["/proc/sys/net/netfilter/nf_conntrack_max"] == $m and ($e["/proc/sys/net/netfilter/nf_conntrack_count"] | tonumber) >= ($m | tonumber) * 0.98' <<<"${F:-{\}}"
-  F=$(node_finding kernel-conntrack-full)
-  expect "/v1/triage kernel-conntrack-full, critical, from the kernel's line ($(jq -c '[.evidence[]? | select(.source == "kmsg") | .excerpt][0]' <<<"${F:-{\}}" | head -c 300))" \
-    jq -e '.severity == "critical" and any(.evidence[]; .source == "kmsg" and (.seq | type == "number") and (.excerpt | test("nf_conntrack: table full")))' <<<"${F:-{\}}"
-else
-  tap FAIL "the conntrack table filled (faults.sh conntrack-fill $CONNTRACK_MAX)" "$(tail -n 8 "$WORK/conntrack.out")"
-fi
-node_sh "$FAULTS conntrack-undo" >/dev/null 2>&1 || log "the conntrack table not undone"
+[[ -n $LOOP && -n $NULLB ]] && made fsErrors --arg l "$LOOP" --arg n "$NULLB" --argjson f "$FS_FROM" --argjson t "$(ms)" '{loop: $l, nullb: $n, from: $f, to: $t}'
 FAULTS_MADE=0
 
 # (2) the crash loop: kubelet's back-off (10 s, 20 s, 40 s) to a fourth run (attempt 3)
@@ -508,6 +531,7 @@ wait_for 900 "$NS/crashloop restarted 3 times" bash -c \
 log "crashloop restarted 3 times $(since "$t1") s after apply"
 pod_json crashloop >"$WORK/crashloop.json"
 CRASH_UID=$(jq -r .metadata.uid "$WORK/crashloop.json")
+made crashloop --arg u "$CRASH_UID" '{podUid: $u}'
 expect "kubelet: crashloop's last run exited 1 ($(jq -c '.status.containerStatuses[0] | {restartCount, state: (.state | keys[0]), reason: (.state.waiting.reason // .state.terminated.reason // null), last: .lastState.terminated.exitCode}' "$WORK/crashloop.json"))" \
   jq -e '.status.containerStatuses[0].lastState.terminated.exitCode == 1 or .status.containerStatuses[0].state.terminated.exitCode == 1' "$WORK/crashloop.json"
 
@@ -656,6 +680,23 @@ if [[ -s $BUNDLE ]]; then
   wait "$SERVE_PID" 2>/dev/null || true
   SERVE_PID=
 fi
+
+# --- (8) the agent as a host process on the node, beside these Pods (test/e2e/cluster/host-check.ts) --
+jq -s --arg ns "$NS" 'add + {namespace: $ns}' "$WORK/made.jsonl" >"$WORK/made.json"
+t3=$(now)
+set +e
+"$NODE_BIN" --import tsx --test-reporter=tap test/e2e/cluster/host-check.ts "$WORK/made.json" >"$WORK/host-check.tap" 2>&1
+rc=$?
+set -e
+grep -E '^ *(not )?ok [0-9]+ - |^# (pass|fail|skip) ' "$WORK/host-check.tap" | sed 's/^/  # host-check: /'
+if [[ $rc == 0 ]]; then
+  tap OK "the agent as a host process (serve --host-root /): $(grep -cE '^ok [0-9]+ - ' "$WORK/host-check.tap") checks in $(since "$t3") s"
+else
+  tap FAIL "the agent as a host process (serve --host-root /): exit $rc; $WORK/host-check.tap" "$(grep -E -A 20 '^ *not ok ' "$WORK/host-check.tap" | head -n 60)"
+fi
+# it restarted containerd: kubelet says Ready again before the next check asks
+wait_for 300 "$NODE Ready again" bash -c "[[ \$(kubectl get node $NODE -o jsonpath='{.status.conditions[?(@.type==\"Ready\")].status}') == True ]]" ||
+  tap FAIL "$NODE Ready within 5 min of the host check"
 
 echo "1..$TAP_N"
 if ((TAP_FAILED)); then

@@ -24,6 +24,8 @@
 //     any cluster.
 //   host -> the DaemonSet's agent (the node's 10.0.2.15:7070): vm.ts's hostfwd from a free
 //     host loopback port, written to <dir>/node.json as agentPort.
+//   host -> an agent run as a host process on the node's 127.0.0.1:7070 (host-check.ts):
+//     guest/control.sh's relay on 10.0.2.15:7071 and vm.ts's hostfwd to it, as relayPort.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -264,7 +266,7 @@ async function up(): Promise<void> {
     const tBoot = Date.now();
     await vm.boot();
     mark('guest boot to containerd up and images imported (the agent image included)', tBoot);
-    writeFileSync(join(dir, 'node.json'), JSON.stringify({ suite, runDir: vm.runDir, pidFile: vm.pidFile, nodeName, kubeletPort, agentPort: vm.nodePort, journal: !noJournal, kubeletLog }, null, 1) + '\n');
+    writeFileSync(join(dir, 'node.json'), JSON.stringify({ suite, runDir: vm.runDir, pidFile: vm.pidFile, nodeName, kubeletPort, agentPort: vm.nodePort, relayPort: vm.hostPort, journal: !noJournal, kubeletLog }, null, 1) + '\n');
     const hostname = (await vm.sh('hostname')).trim();
     if (hostname !== nodeName) throw new Error(`the guest's hostname is ${hostname}, not ${nodeName}: kubelet would register another name`);
     const tKubelet = Date.now();
