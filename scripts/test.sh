@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Everything the tests need, then the whole suite: unit + integration (real containerd,
-# real journal files, real /proc and /dev/kmsg, real promtool), then end to end in the
-# node VMs: the agent as a host process (test/e2e-host), the arm64 image under qemu-user,
-# and last the checks against real Kubernetes components on both guests: scripts/cluster-checks.sh
-# runs the agent's image as the debug pod and the DaemonSet pod through the real kubelet (up,
-# check, attach-check, daemonset-check, fleet-check, workload-check, cert-check, runtime-check,
+# real journal files, real /proc and /dev/kmsg, real promtool), then end to end: the arm64
+# image under qemu-user, and last the checks against real Kubernetes components in the node
+# VMs: scripts/cluster-checks.sh runs the agent's image as the debug pod and the DaemonSet pod
+# through the real kubelet, and the agent as a host process beside them (up, check,
+# attach-check, daemonset-check, fleet-check, workload-check, cert-check, runtime-check,
 # drift-check, down) on sid (containerd 2.1), then on bookworm (containerd 1.6) the checks
 # whose answers come from the node (not fleet-check, cert-check nor the machine's own
 # kubectl). NODETRUTH_CLUSTER_SUITES chooses the guests, NODETRUTH_WORKLOAD_CHECK=0 leaves
@@ -54,7 +54,6 @@ trap '[ -z "$kube" ] || kill -- -"$kube" 2>/dev/null || true' EXIT
 tail -n 5 "$prepare_log"
 rm -f "$prepare_log"
 
-npm run test:e2e:host
 # the linux/arm64 image (built by prepare.ts above) runs version, capture and serve --bundle under qemu-user
 npm run test:e2e:arm64
 if [ "$cluster" != 1 ]; then
