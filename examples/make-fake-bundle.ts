@@ -2,9 +2,8 @@
  * Writes examples/fake-node.tar.gz: a bundle captured from the FAKE node
  * (test/fixtures/fake-node.ts: generated files in a temp dir and a FAKE CRI
  * runtime, NOT a real node) at small scale: 6 pods, 12 containers, a small real
- * journal, a kernel log with an OOM kill. It stands in until a capture from the
- * node VM (test/e2e-host/run.ts with NODETRUTH_E2E_WRITE_EXAMPLE=1 writes
- * examples/node-vm.tar.gz) is committed. Run: npx tsx examples/make-fake-bundle.ts
+ * journal, a kernel log with an OOM kill. A real node's bundle is
+ * examples/node-vm.tar.gz (examples/README.md). Run: npx tsx examples/make-fake-bundle.ts
  */
 import { createWriteStream, existsSync, renameSync } from 'node:fs';
 import { Writable } from 'node:stream';
