@@ -25,10 +25,10 @@
 #     4 s kernel.hung_task_timeout_secs; /v1/triage kernel-hung-task (kmsg) and
 #     processes-d-state by pod; thawed, nothing stays in D
 #   - node failures made in the node by test/e2e/guest/faults.sh: a conntrack table of 100
-#     filled by held connections, then an ext4 remounted read-only by its own error path, a null_blk disk with bad blocks, a
-#     staging driver's taint; /v1/triage
-#     kernel-fs-read-only, kernel-fs-error, kernel-io-error, conntrack-table-full and
-#     kernel-conntrack-full (kmsg sequence and text), taint C in /v1/node
+#     filled by held connections, then an ext4 remounted read-only by its own error path, a
+#     null_blk disk with bad blocks, a staging driver's taint; /v1/triage conntrack-table-full,
+#     kernel-conntrack-full, kernel-fs-read-only, kernel-fs-error and kernel-io-error (kmsg
+#     sequence and text), taint C in /v1/node
 #   - `nodetruth attach node1 --capture -o FILE` (the real kubectl debug and port-forward),
 #     then `nodetruth serve --bundle FILE` on this host answers /v1/oom with the same kill
 #   - the agent as a host process on the node (test/e2e/cluster/host-check.ts, given made.json:
@@ -84,6 +84,7 @@ made() { # made KEY JQ-ARGS... FILTER: one record of made.json
   shift
   jq -nc "$@" | jq -c --arg k "$key" '{($k): .}' >>"$WORK/made.jsonl"
 }
+: >"$WORK/made.jsonl"
 
 PF_PID=
 SERVE_PID=
