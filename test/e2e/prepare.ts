@@ -1,6 +1,7 @@
 // Builds, ahead of the end-to-end runs, every image they need: the agent image
-// (scripts/build-image.sh) and both guests (the cluster checks boot each). Each is cached by the hash of its
-// inputs, so the runs then find them built; a later run of this is a cache check.
+// (scripts/build-image.sh) and both guests (the cluster checks boot each). Each is cached
+// by the hash of its inputs, so the runs then find them built; a later run of this is a
+// cache check.
 //
 //   node --import tsx test/e2e/prepare.ts
 //

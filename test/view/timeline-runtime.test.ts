@@ -1,8 +1,8 @@
 /**
  * The runtime's events of one container attempt, in the order they happened. The stamps are
- * those containerd 2.1 gave a crash-looping busybox container on the end-to-end node
- * (a CRI-driven pod in the node VM): it stamps startedAt when its start call returns, after a process that
- * exits at once has already exited, so finishedAt is 24.7 ms before startedAt.
+ * those containerd 2.1 gave a crash-looping busybox container in the end-to-end node VM: it
+ * stamps startedAt when its start call returns, after a process that exits at once has
+ * already exited, so finishedAt is 24.7 ms before startedAt.
  */
 import t from 'tap';
 import type { ContainerRow } from '../../src/view/runtime-view.js';

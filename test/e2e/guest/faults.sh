@@ -1,9 +1,9 @@
 #!/bin/sh
 # Node failures made for real in the guest, one subcommand each, run by the host through
-# the command channel (scripts/cluster/workload-check.sh, through dev-cluster.sh guest). Read from the project share at run time, so
-# editing this file does not rebuild the guest image. Every "make" has its "undo"; the
-# host runs the undo in its cleanup too, so a failed scenario leaves no frozen filesystem or
-# full conntrack table behind for the ones after it.
+# the command channel (scripts/cluster/workload-check.sh, through dev-cluster.sh guest).
+# Read from the project share at run time, so editing this file does not rebuild the guest
+# image. Every "make" has its "undo"; the host runs the undo in its cleanup too, so a failed
+# scenario leaves no frozen filesystem or full conntrack table behind for the ones after it.
 #
 #   loopfs            a 32 MiB ext4 file system, loop-mounted at /var/lib/e2e-freeze
 #                     (before the CRI driver's setup: the frozen-writer pod mounts it)
