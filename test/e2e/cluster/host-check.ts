@@ -17,7 +17,7 @@
 //   node --import tsx test/e2e/cluster/host-check.ts [MADE.json]
 // MADE.json: what workload-check made and when (its made.json); without it the checks of the
 // workloads are skipped and say so. Environment: NODETRUTH_DEV_CLUSTER_DIR (the cluster's
-// directory, default .dev-cluster), KUBECONFIG.
+// directory, default .dev-cluster); NODETRUTH_E2E_WRITE_KMSG, NODETRUTH_E2E_WRITE_EXAMPLE.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
