@@ -5,7 +5,7 @@
  * runs a sandbox or container on this machine.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -96,8 +96,24 @@ export class TestContainerd {
     await run('/usr/bin/ctr', ['--address', this.socket, '-n', 'k8s.io', 'images', 'import', tar], { timeout: 30_000 });
   }
 
-  freeze(): void {
+  /**
+   * SIGSTOP, then wait until every thread of containerd has stopped: kill(2) only makes the stop
+   * pending, and a thread running on another CPU goes on until it is interrupted (on a loaded
+   * 2-CPU VM it answered a CRI call sent right after the kill).
+   */
+  async freeze(): Promise<void> {
     process.kill(this.pid, 'SIGSTOP');
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const tasks = readdirSync(`/proc/${this.pid}/task`);
+      const running = tasks.filter((tid) => {
+        const stat = readFileSync(`/proc/${this.pid}/task/${tid}/stat`, 'utf8');
+        return !/^[Tt]$/.test(stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3));
+      });
+      if (running.length === 0) return;
+      if (Date.now() > deadline) throw new Error(`containerd ${this.pid}: ${running.length} of ${tasks.length} threads not stopped 5 s after SIGSTOP`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
   }
 
   thaw(): void {

@@ -105,7 +105,7 @@ if (missing) {
   });
 
   t.test('frozen containerd: 504 at the deadline, other routes still answer', async (t) => {
-    ctrd.freeze();
+    await ctrd.freeze();
     try {
       const started = Date.now();
       const res = await get('/v1/runtime');

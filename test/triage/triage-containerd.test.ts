@@ -52,7 +52,7 @@ if (missing) {
   });
 
   t.test('frozen containerd: runtime-not-answering at the deadline', async (t) => {
-    ctrd.freeze();
+    await ctrd.freeze();
     t.teardown(() => ctrd.thaw());
     const t0 = Date.now();
     const r = await triage();
