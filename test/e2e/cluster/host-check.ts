@@ -31,7 +31,7 @@ import { projectRoot } from '../vm.js';
 import { answer200, GiveUp, log, run, tailFile, waitFor } from '../util.js';
 
 const DIR = resolve(process.env.NODETRUTH_DEV_CLUSTER_DIR ?? join(projectRoot, '.dev-cluster'));
-const NODE = JSON.parse(readFileSync(join(DIR, 'node.json'), 'utf8')) as { relayPort?: number; journal: boolean; nodeName: string };
+const NODE = JSON.parse(readFileSync(join(DIR, 'node.json'), 'utf8')) as { relayPort?: number; journal: boolean; suite: string };
 const SHARE = join(DIR, 'node', 'share');
 const BASE = `http://127.0.0.1:${NODE.relayPort}`;
 
@@ -327,8 +327,7 @@ function writeKmsg(name: string, records: KmsgRecord[], what: string[]): void {
   const uname = readFileSync(join(SHARE, 'uname.txt'), 'utf8').trim();
   const release = uname.split(/\s+/)[0]!;
   assert.match(release, /^[\w.+-]+$/, `uname -r: ${release}`);
-  const suite = (JSON.parse(readFileSync(join(DIR, 'node.json'), 'utf8')) as { suite: string }).suite;
-  const header = KMSG_HEADER.map((l) => l.replace('{uname}', uname).replace('{suite}', suite).replace('{date}', new Date().toISOString().slice(0, 10)));
+  const header = KMSG_HEADER.map((l) => l.replace('{uname}', uname).replace('{suite}', NODE.suite).replace('{date}', new Date().toISOString().slice(0, 10)));
   const file = join(projectRoot, 'test', 'fixtures', 'kmsg', name.replace('{release}', release));
   writeFileSync(file, [...header, ...what].join('\n') + '\n' + records.map(formatKmsgRecord).join('\n') + '\n');
   log(`wrote ${file}`);
