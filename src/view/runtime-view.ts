@@ -30,12 +30,21 @@ const STATUS_CONCURRENCY = 16;
 export const ROW_SLICE = 500;
 
 /**
+ * A container's ContainerEnd cannot change while the runtime lists it in the same state: a
+ * running container keeps its start time until it exits (a restart is a new container ID),
+ * an exited one keeps everything. Created and unknown containers are asked every time.
+ */
+const SETTLED_STATES: ReadonlySet<string> = new Set(['CONTAINER_RUNNING', 'CONTAINER_EXITED']);
+
+/**
  * Joins ListContainers, ListPodSandbox and ContainerStatus into the rows the API serves,
- * once per reading (src/reading.ts). Kept across readings only what cannot change: an exited
- * container's status, for as long as the runtime lists the container.
+ * once per reading (src/reading.ts). Kept across readings only what cannot change: the status
+ * of a running or exited container, while the runtime lists it in the state the status had
+ * (kubelet's PLEG likewise inspects only the containers whose listed state changed), so a
+ * reading asks ContainerStatus only of the containers that are new or changed state.
  */
 export class RuntimeView {
-  private readonly exited = new Map<string, ContainerEnd>();
+  private readonly settled = new Map<string, ContainerEnd>();
   private readonly flights = new SingleFlight();
 
   /** `index`: the lists every other reader of the runtime shares (view/runtime-index.ts) */
@@ -83,18 +92,18 @@ export class RuntimeView {
   }
 
   private async withStatus(containers: readonly Container[], index: RuntimeIndex): Promise<ContainerRow[]> {
-    for (const id of this.exited.keys()) if (!index.containers.has(id)) this.exited.delete(id);
+    for (const id of this.settled.keys()) if (!index.containers.has(id)) this.settled.delete(id);
     const statuses = await mapLimit(containers, STATUS_CONCURRENCY, (c) => this.statusOf(c));
     // 3,000 rows resumed in the tick the last status arrives: built in slices
     return mapSliced(containers, (c, i) => toRow(c, index, statuses[i]!), { maxItems: ROW_SLICE, pause: this.pause });
   }
 
   private async statusOf(c: Container): Promise<{ status: ContainerEnd | null; error: string | null }> {
-    const kept = c.state === 'CONTAINER_EXITED' ? this.exited.get(c.id) : undefined;
-    if (kept) return { status: kept, error: null };
+    const kept = this.settled.get(c.id);
+    if (kept && kept.state === c.state) return { status: kept, error: null };
     try {
       const status = await this.flights.do(`status:${c.id}`, () => this.cri.containerEnd(c.id));
-      if (c.state === 'CONTAINER_EXITED') this.exited.set(c.id, status);
+      if (status.state === c.state && SETTLED_STATES.has(c.state)) this.settled.set(c.id, status);
       return { status, error: null };
     } catch (err) {
       // Removed between the list and the status call: list it without status fields.

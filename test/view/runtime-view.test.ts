@@ -2,8 +2,8 @@
  * RuntimeView (src/view/runtime-view.ts) over a real gRPC connection to the fake CRI
  * runtime: the rows of a large node are built in slices with a yield between them, counted
  * (3,000 rows resumed in one tick hold the loop too long), and the same as built at once; within a
- * reading (src/reading.ts) each container's status is asked once; across readings only an exited
- * container's status is kept (it cannot change while the container is listed).
+ * reading (src/reading.ts) each container's status is asked once; across readings a running or
+ * exited container's status is kept while it is listed in the same state (it cannot change so).
  */
 import t from 'tap';
 import { setFlagsFromString } from 'node:v8';
@@ -12,7 +12,7 @@ import { CriClient } from '../../src/readers/cri/client.js';
 import { Reading } from '../../src/reading.js';
 import { RuntimeIndexSource } from '../../src/view/runtime-index.js';
 import { ROW_SLICE, RuntimeView } from '../../src/view/runtime-view.js';
-import { FakeCriServer, generateFakeNode } from '../helpers/fake-cri.js';
+import { type FakeContainer, FakeCriServer, generateFakeNode } from '../helpers/fake-cri.js';
 
 const fake = new FakeCriServer(generateFakeNode(300, 4));
 await fake.start();
@@ -49,13 +49,18 @@ t.test('one pod: its few rows in one slice, no yield', async (t) => {
   t.equal(pauses, 0);
 });
 
-t.test('within a reading every status is asked once; in the next only the running containers\' again', async (t) => {
+t.test('within a reading every status is asked once; a later reading asks only new, changed or created containers', async (t) => {
   const view = new RuntimeView(cri, new RuntimeIndexSource(cri, 5000));
   const all = fake.node.containers.length;
-  const running = fake.node.containers.filter((c) => c.state !== 'CONTAINER_EXITED').length;
-  t.ok(running > 0 && running < all, 'running and exited containers');
   const asked = () => fake.calls.ContainerStatus ?? 0;
   const lists = () => fake.calls.ListContainers ?? 0;
+  const read = async () => {
+    const [s0, l0] = [asked(), lists()];
+    const r = new Reading();
+    const rows = await r.run(() => view.containers());
+    r.release();
+    return { rows, statuses: asked() - s0, lists: lists() - l0 };
+  };
   const [s0, l0] = [asked(), lists()];
   const r1 = new Reading();
   const [a, b] = await r1.run(() => Promise.all([view.containers(), view.containers()]));
@@ -64,38 +69,57 @@ t.test('within a reading every status is asked once; in the next only the runnin
   r1.release();
   t.equal(asked() - s0, all, 'one status per container for three answers');
   t.equal(lists() - l0, 1, 'one list');
-  const r2 = new Reading();
-  await r2.run(() => view.containers());
-  r2.release();
-  t.equal(asked() - s0 - all, running, 'the next reading asks only the running containers');
+  t.match(await read(), { statuses: 0, lists: 1 }, 'the next reading lists again and asks no running or exited container whose state is unchanged');
+
+  const running = fake.node.containers.find((c) => c.state === 'CONTAINER_RUNNING')!;
+  const saved = { ...running };
+  Object.assign(running, { state: 'CONTAINER_EXITED', finishedAt: BigInt(Date.now()) * 1_000_000n, exitCode: 137, reason: 'OOMKilled' });
+  const created: FakeContainer = { ...saved, id: 'f'.repeat(64), state: 'CONTAINER_CREATED', startedAt: undefined };
+  fake.node.containers.push(created);
+  t.teardown(() => {
+    Object.assign(running, saved);
+    fake.node.containers.splice(fake.node.containers.indexOf(created), 1);
+  });
+  const changed = await read();
+  t.equal(changed.statuses, 2, 'the container that exited and the new created one');
+  t.match(changed.rows.find((r) => r.id === running.id), { state: 'CONTAINER_EXITED', exitCode: 137, reason: 'OOMKilled' }, 'the exit shows in the next reading');
+  t.match(changed.rows.find((r) => r.id === created.id), { state: 'CONTAINER_CREATED', startedAt: null });
+  t.equal((await read()).statuses, 1, 'a created container is asked in every reading: it may start without its listed state having been seen to change');
 });
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
-t.test('once its reading is released no running container\'s status is held; an exited one is, while listed', async (t) => {
+t.test('a status is kept while its container is listed, and let go once it is not', async (t) => {
   /** every status the runtime answered, watched: a full GC clears what nothing holds */
-  const answered: { state: string; ref: WeakRef<object> }[] = [];
+  const answered: { id: string; ref: WeakRef<object> }[] = [];
   class Watched extends CriClient {
     override async containerEnd(id: string) {
       const status = await super.containerEnd(id);
-      answered.push({ state: String(status.state), ref: new WeakRef(status) });
+      answered.push({ id, ref: new WeakRef(status) });
       return status;
     }
   }
   const watched = new Watched(fake.endpoint, 5000);
   t.teardown(() => watched.close());
   const view = new RuntimeView(watched, new RuntimeIndexSource(watched, 5000));
-  const reading = new Reading();
-  t.equal((await reading.run(() => view.containers())).length, 1200);
-  reading.release();
-  for (let i = 0; i < 3; i++) {
-    gc();
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  const live = answered.filter((a) => a.state !== 'CONTAINER_EXITED');
-  const exited = answered.filter((a) => a.state === 'CONTAINER_EXITED');
-  t.ok(live.length > 0 && exited.length > 0, 'the fake node has running and exited containers');
-  t.equal(live.filter((a) => a.ref.deref()).length, 0, `no running container's status held (${live.length} answered)`);
-  t.equal(exited.filter((a) => a.ref.deref()).length, exited.length, 'every exited container\'s status still kept (it cannot change while listed)');
+  const read = async () => {
+    const reading = new Reading();
+    const rows = await reading.run(() => view.containers());
+    reading.release();
+    for (let i = 0; i < 3; i++) {
+      gc();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    return rows;
+  };
+  t.equal((await read()).length, 1200);
+  t.equal(answered.length, 1200);
+  t.equal(answered.filter((a) => a.ref.deref()).length, 1200, 'every running and exited container\'s status kept after its reading (it cannot change while listed so)');
+  const removed = fake.node.containers.splice(0, 100);
+  t.teardown(() => void fake.node.containers.unshift(...removed));
+  t.equal((await read()).length, 1100);
+  const gone = new Set(removed.map((c) => c.id));
+  t.equal(answered.filter((a) => gone.has(a.id) && a.ref.deref()).length, 0, 'no status held of the 100 containers no longer listed');
+  t.equal(answered.filter((a) => a.ref.deref()).length, 1100, 'the listed ones still kept');
 });
