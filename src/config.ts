@@ -40,7 +40,6 @@ const FLAGS = {
   'log-level': { env: 'NODETRUTH_LOG_LEVEL', help: 'pino level (default info)' },
   'session-token': { env: 'NODETRUTH_SESSION_TOKEN', help: 'the per-session secret of an attach debug pod: every request but /healthz must send it in X-Nodetruth-Session (set by nodetruth attach through the env: a flag shows in /proc/<pid>/cmdline)' },
 } as const;
-export type FlagName = keyof typeof FLAGS;
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -58,7 +57,7 @@ const listenSchema = z
   });
 
 /** How many addresses one --listen may name: one server answers on each, with the same auth and TLS. */
-export const MAX_LISTEN_ADDRESSES = 4;
+const MAX_LISTEN_ADDRESSES = 4;
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::']);
 
 /** `host:port[,host:port...]`: every address checked alone, then against the others. */

@@ -8,7 +8,7 @@ import type { SourceError, SourceErrorCode } from './readers/errors.js';
  * body's `code` tells them apart. The error handler (server/plugins/problems.ts)
  * turns both into application/problem+json; anything else is a bug and a 500.
  */
-export interface ErrorType {
+interface ErrorType {
   status: number;
   title: string;
   /** RFC 9457 type URI: the title's slug under nodetruth.dev/problems */
@@ -76,8 +76,6 @@ const ROWS = {
   request_timeout: row(504, 'Request timed out', 'no answer within `--request-timeout`; the work was cancelled'),
 };
 export type ErrorCode = keyof typeof ROWS;
-/** the server's own codes: the rest of the table */
-export type ServerErrorCode = Exclude<ErrorCode, SourceErrorCode>;
 /** a source code without its row fails to compile here */
 const everySourceCode: [Exclude<SourceErrorCode, ErrorCode>] extends [never] ? true : never = true;
 export const ERROR_TYPES: Readonly<Record<ErrorCode, ErrorType>> = everySourceCode && ROWS;
@@ -119,9 +117,6 @@ export function problemOf(err: SourceError): Problem {
   if (err.candidates !== undefined) extra.candidates = err.candidates;
   return new Problem(err.code, err.message, extra, err.retryAfterSeconds);
 }
-
-/** The HTTP status a source error answers with. */
-export const statusOf = (err: SourceError): number => ERROR_TYPES[err.code].status;
 
 /** For the OpenAPI description: every code with its status and meaning. */
 export const problemCodesDescription = (): string =>

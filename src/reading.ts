@@ -72,7 +72,7 @@ export class Reading implements Memo {
   }
 }
 
-export interface IdleWatch {
+interface IdleWatch {
   idle(): void;
   busy(): void;
 }

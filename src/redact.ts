@@ -94,18 +94,6 @@ export function redactMap(map: Record<string, string>): Record<string, string> {
 }
 
 /**
- * A value holding a JSON document (kubectl apply's
- * kubectl.kubernetes.io/last-applied-configuration annotation carries the whole
- * pod spec, env values included, and kubelet hands pod annotations to the
- * runtime) is redacted as a document, and re-serialized only when something in
- * it changed (the original text is evidence: containerd's CNI config source);
- * other text gets the text rules.
- */
-export function redactJsonText(v: string): string {
-  return stringValue(v, 0, budget());
-}
-
-/**
  * Deep redaction of a runtime document (containerd's verbose ContainerStatus
  * info: `runtimeSpec.process.env`, `config.envs`, annotations, args ...).
  * Never mutates its input; returns the input itself (or the part of it) where
@@ -216,7 +204,12 @@ function argList(list: readonly unknown[], depth: number, b: Budget): unknown {
   });
 }
 
-/** A string inside a document: a JSON document in it is redacted as one (depth counts on), other text gets the text rules. */
+/**
+ * A string inside a document: a JSON document in it is redacted as one (depth counts on),
+ * other text gets the text rules. kubectl's last-applied-configuration annotation carries a
+ * whole pod spec, env values included; a document is re-serialized only when something in it
+ * changed, since the original text is evidence (containerd's CNI config source).
+ */
 function stringValue(v: string, depth: number, b: Budget): string {
   let i = 0;
   while (i < v.length && (v[i] === ' ' || v[i] === '\n' || v[i] === '\r' || v[i] === '\t')) i++;

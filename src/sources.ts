@@ -29,7 +29,7 @@ export interface SourceReadiness {
   detail: string;
 }
 
-export type ReadinessCheck = () => Promise<SourceReadiness>;
+type ReadinessCheck = () => Promise<SourceReadiness>;
 
 export interface Sources {
   config: Config;

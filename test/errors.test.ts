@@ -9,8 +9,11 @@
 import Fastify from 'fastify';
 import t from 'tap';
 import { installProblemHandlers } from '../src/server/plugins/problems.js';
-import { ERROR_CODES, ERROR_TYPES, Problem, problemCodesDescription, type ServerErrorCode } from '../src/errors.js';
+import { ERROR_CODES, ERROR_TYPES, Problem, problemCodesDescription, type ErrorCode } from '../src/errors.js';
 import { SOURCE_ERROR_CODES, SourceError, type SourceErrorCode } from '../src/readers/errors.js';
+
+/** the server's own codes: the rest of the table */
+type ServerErrorCode = Exclude<ErrorCode, SourceErrorCode>;
 
 /** What each code answered before codes existed (status and title of the Problem helper it replaced). */
 const BEFORE: Record<SourceErrorCode, [number, string]> = {

@@ -24,7 +24,7 @@
  *
  * One reading (src/reading.ts): the whole capture runs inside a reading of its own, so the
  * ~10 answers per container share one ListContainers + ListPodSandbox, one walk of the
- * kubepods cgroups, one ContainerStatus per container and one cgroup mode check, and the
+ * kubepods cgroups, the list rows' statuses (view/runtime-view.ts) and one cgroup mode check, and the
  * raw CRI lists and cgroup files are those same reads. The cost is linear in the node; the
  * reads are made between capturedAt and finishedAt (the manifest says so), and every answer's
  * observedAt is capturedAt. The answers are still the routes' own (app.inject).
@@ -85,7 +85,7 @@ export interface CaptureOptions {
 }
 
 /** After the deadline, the time left to write the manifest and end the archive before it is cut unfinished. */
-export const FINISH_GRACE_MS = 30_000;
+const FINISH_GRACE_MS = 30_000;
 
 const noop = () => {};
 

@@ -23,7 +23,7 @@ import { readBundle, BundleError } from './read.js';
 import { LIVE_ROUTES } from './route.js';
 import { bundleBanner, buildBundleApp, parseStoredTriage } from './serve.js';
 
-export const CAPTURE_USAGE = `Usage: nodetruth capture [source flags of serve] [-o FILE] [--since 1h] [--max-size 64MiB]
+const CAPTURE_USAGE = `Usage: nodetruth capture [source flags of serve] [-o FILE] [--since 1h] [--max-size 64MiB]
   -o, --output FILE  where the bundle goes (default nodetruth-<node>-<UTC time>.tar.gz; never overwritten)
   --since DURATION   kubelet and containerd journal since this long ago (default 1h, 1m..7d)
   --max-size SIZE    size budget, uncompressed (default 64MiB); sections are trimmed in the

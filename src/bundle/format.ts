@@ -42,7 +42,7 @@ export const TRIM_ORDER: readonly SectionKind[] = [...SECTION_KINDS].reverse();
 
 const bounded = (n: number) => z.string().max(n);
 
-export const sectionSchema = z.object({
+const sectionSchema = z.object({
   kind: z.enum(SECTION_KINDS),
   /** route: the URL injected; cri: the call; others: a short name */
   name: bounded(4096),

@@ -7,8 +7,8 @@ import type { Sources } from '../sources.js';
 import { VERSION } from '../version.js';
 import { FORMAT_VERSION, SECTION_KINDS, TRIM_ORDER, type Manifest, type Section, type SectionKind } from './format.js';
 
-export const MOMENT_NOTE =
-  'one moment: every answer and raw section was built from the same source reads (one ListContainers and ListPodSandbox, one walk of the kubepods cgroups, one ContainerStatus per container), made between capturedAt and finishedAt';
+const MOMENT_NOTE =
+  'one moment: every answer and raw section was built from the same source reads (one ListContainers and ListPodSandbox, one walk of the kubepods cgroups, one verbose ContainerStatus per container for its detail, and the status of a list row only where the agent did not already hold it), made between capturedAt and finishedAt';
 const REDACTION_POLICY =
   'best effort, as the API (src/redact.ts, docs/security.md): environment values, secret-looking keys, command-line secrets, CNI configs by key; in text URL userinfo, Go DSNs, secret query parameters, bearer tokens, authorization headers, password=/token= pairs and private-key blocks. Route answers, journal records and log lines get the same rules as the raw sections; `redacted` counts the markers each stored entry holds';
 

@@ -44,7 +44,7 @@ export interface Bundle {
 const NAME_CHARS = /^[A-Za-z0-9._=&@/%+:-]+$/;
 
 /** Why an entry name is refused, or null when it is acceptable. */
-export function badName(name: unknown): string | null {
+function badName(name: unknown): string | null {
   if (typeof name !== 'string' || name.length === 0) return 'an empty name';
   if (name.length > MAX_NAME) return `a name longer than ${MAX_NAME} characters`;
   if (name.includes('\0')) return 'a NUL byte in the name';

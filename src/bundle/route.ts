@@ -95,7 +95,7 @@ const bundlePlugin: FastifyPluginAsyncZod<{ deps: AppDeps }> = async (app, { dep
 };
 
 /** GET /v1/bundle, as a route table of the one app builder: the server knows nothing of bundles. */
-export const bundleRoute: RouteTable = async (app, deps) => {
+const bundleRoute: RouteTable = async (app, deps) => {
   await app.register(bundlePlugin, { deps });
 };
 

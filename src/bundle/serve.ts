@@ -50,7 +50,7 @@ import { narrowedTimeline } from './timeline.js';
 import type { Bundle, StoredAnswer } from './read.js';
 
 /** What the agent itself answers with (server/plugins: problems, text-format; routes/metrics' prom-client); nothing else is replayed. */
-export const AGENT_CONTENT_TYPES: readonly string[] = [
+const AGENT_CONTENT_TYPES: readonly string[] = [
   'application/json; charset=utf-8',
   'application/problem+json; charset=utf-8',
   'text/plain; charset=utf-8',
@@ -58,7 +58,7 @@ export const AGENT_CONTENT_TYPES: readonly string[] = [
 ];
 
 /** The headers every answer of a bundle server carries. */
-export const INERT_HEADERS: Readonly<Record<string, string>> = {
+const INERT_HEADERS: Readonly<Record<string, string>> = {
   'x-content-type-options': 'nosniff',
   'content-security-policy': "default-src 'none'",
 };
@@ -126,7 +126,7 @@ function inert(a: StoredAnswer): StoredAnswer {
 }
 
 /** Why a stored answer is not replayed, or null when it is one the agent could have given. */
-export function refusalOf(key: string, a: StoredAnswer): string | null {
+function refusalOf(key: string, a: StoredAnswer): string | null {
   if (!Number.isInteger(a.status) || a.status < 200 || a.status > 599) return `its stored status ${a.status} is not one the agent answers with (200 to 599)`;
   if (!AGENT_CONTENT_TYPES.includes(a.contentType)) return `its stored content type ${JSON.stringify(visible(a.contentType, 100))} is not one the agent answers with (${AGENT_CONTENT_TYPES.join(', ')})`;
   if (key === '/v1/triage' && a.status === 200) {

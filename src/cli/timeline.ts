@@ -21,7 +21,7 @@ import { readTimeline } from '../view/timeline/index.js';
 
 export const TIMELINE_USAGE_EXIT = 3;
 
-export interface TimelineIo {
+interface TimelineIo {
   stdout: { write(s: string): unknown };
   stderr: { write(s: string): unknown };
   env: NodeJS.ProcessEnv;

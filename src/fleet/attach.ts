@@ -23,7 +23,7 @@ import { Session, Stopped, StepFailed } from '../launcher/session.js';
 import { SESSION_HEADER } from '../server/plugins/session-secret.js';
 import { get, NodeError, type Answer } from './reach.js';
 
-export interface AttachReach {
+interface AttachReach {
   kubeconfig: string | null;
   context: string | null;
   /** the debug pods' namespace (it must allow privileged pods: deploy/attach-rbac.yaml) */

@@ -52,7 +52,7 @@ function problem(status: number, body: string): string {
 
 const safeFile = (node: string) => node.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 200);
 
-export async function fleet(o: FleetOptions, io: Io, signals: NodeJS.EventEmitter = process): Promise<number> {
+async function fleet(o: FleetOptions, io: Io, signals: NodeJS.EventEmitter = process): Promise<number> {
   const children = new Set<Proc>();
   const track = (p: Proc) => {
     children.add(p);

@@ -48,7 +48,7 @@ Flags:
   --attach-image IMAGE    the debug pods' image (default: attach's, env NODETRUTH_IMAGE)
 `;
 
-export type FleetCommand = 'triage' | 'get' | 'capture';
+type FleetCommand = 'triage' | 'get' | 'capture';
 
 export interface FleetOptions {
   command: FleetCommand;
@@ -72,7 +72,7 @@ export interface FleetOptions {
   outDir: string | null;
 }
 
-export const DEFAULT_SELECTOR = 'app.kubernetes.io/name=nodetruth,app.kubernetes.io/component=agent';
+const DEFAULT_SELECTOR = 'app.kubernetes.io/name=nodetruth,app.kubernetes.io/component=agent';
 
 /** Kubernetes names, label selectors, contexts: what may reach kubectl's argv (always as --flag=value). */
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -92,7 +92,7 @@ const ROUTE_RES = ROUTES.map((r) => new RegExp(`^${r.replace(/:id/g, '[A-Za-z0-9
 const QUERY = /^[A-Za-z0-9._~:=&%,+-]{0,1024}$/;
 
 /** The PATH of `fleet get`, or why not. */
-export function checkPath(p: string): string {
+function checkPath(p: string): string {
   if (p.length > 2048) throw new FleetUsageError('PATH is longer than 2048 characters');
   const q = p.indexOf('?');
   const pathname = q < 0 ? p : p.slice(0, q);

@@ -16,7 +16,7 @@ import type { Target } from './targets.js';
 const FORWARDING = /^Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)$/m;
 
 /** The largest answer read into memory (a triage report is far below it); bundles stream to a file. */
-export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 export interface ReachOptions {
   globalArgs: string[];
@@ -90,7 +90,7 @@ export async function reach(t: Target, path: string, o: ReachOptions, signal: Ab
 }
 
 /** How a request reaches the agent through the forward: the module, its request options and headers. */
-export interface Via {
+interface Via {
   get: typeof https.get;
   options: https.RequestOptions;
 }

@@ -6,7 +6,7 @@
  */
 import { escapeTerminal } from '../format.js';
 
-export type RowVerdict = 'ok' | 'warning' | 'critical';
+type RowVerdict = 'ok' | 'warning' | 'critical';
 
 export interface FindingLite {
   id: string;
@@ -30,7 +30,7 @@ const SEV: Record<string, number> = { critical: 0, warning: 1, info: 2 };
 const x = (s: unknown) => escapeTerminal(String(s));
 const state = (r: Row) => (r.error !== undefined ? 'error' : (r.verdict ?? 'error'));
 
-export function sortWorstFirst(rows: Row[]): Row[] {
+function sortWorstFirst(rows: Row[]): Row[] {
   return [...rows].sort((a, b) => (RANK[state(a)] ?? 9) - (RANK[state(b)] ?? 9) || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0));
 }
 

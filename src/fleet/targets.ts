@@ -66,7 +66,7 @@ function items<T>(text: string, what: string): T[] {
 }
 
 /** The rows to ask, in node-name order, from the Node and agent Pod lists. */
-export function targetsOf(o: Pick<FleetOptions, 'nodes'> & Partial<Pick<FleetOptions, 'attach'>>, nodesText: string, podsText: string): Target[] {
+function targetsOf(o: Pick<FleetOptions, 'nodes'> & Partial<Pick<FleetOptions, 'attach'>>, nodesText: string, podsText: string): Target[] {
   const nodes = items<K8sNode>(nodesText, 'nodes');
   const pods = items<K8sPod>(podsText, 'pods');
   const byNode = new Map<string, K8sPod[]>();

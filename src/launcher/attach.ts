@@ -34,7 +34,7 @@ import { Session, Stopped, StepFailed } from './session.js';
 // The command's surface, where its callers (cli.ts, tests, deploy checks) look for it.
 export { curlLines } from './modes.js';
 export { kubectlArgs } from './kubectl.js';
-export { ATTACH_USAGE, DEFAULT_IMAGE, DEFAULT_MAX_DURATION, IMAGE_DIGEST, movableImage, DEFAULT_PROFILE, parseAttachArgs, REMOTE_PORT, UsageError, type AttachOptions } from './options.js';
+export { DEFAULT_IMAGE, IMAGE_DIGEST, movableImage, DEFAULT_PROFILE, parseAttachArgs, REMOTE_PORT, UsageError, type AttachOptions } from './options.js';
 
 /**
  * Run a session: the steps above, in order. Resolves to the exit code; never leaves

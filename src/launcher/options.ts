@@ -20,7 +20,7 @@ export const REMOTE_PORT = 7070;
  * such as latest; an --image given with @sha256:<digest> is used as given.
  */
 export const IMAGE_DIGEST: string | null = null;
-export const imageRef = (repoTag: string, digest: string | null): string => (digest ? `${repoTag}@${digest}` : repoTag);
+const imageRef = (repoTag: string, digest: string | null): string => (digest ? `${repoTag}@${digest}` : repoTag);
 export const DEFAULT_IMAGE = imageRef(`ghcr.io/nodetruth/nodetruth:${VERSION}`, IMAGE_DIGEST);
 const DIGEST = /@sha256:[0-9a-f]{64}$/;
 
@@ -32,7 +32,7 @@ export function movableImage(image: string): boolean {
   return colon < 0 || name.slice(colon + 1) === 'latest';
 }
 /** How long a debug pod may live (activeDeadlineSeconds): a session, not a deployment. */
-export const DEFAULT_MAX_DURATION = '4h';
+const DEFAULT_MAX_DURATION = '4h';
 const MAX_DURATION_BOUNDS = { minMs: 60_000, maxMs: 7 * 24 * 3_600_000 };
 const TIMEOUT_BOUNDS = { minMs: 1000, maxMs: 24 * 3_600_000 };
 /** deploy/debug-profile.yaml, next to dist/ (or src/) in the package. */

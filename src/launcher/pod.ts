@@ -60,7 +60,7 @@ export async function createDebugPod(s: Session, k: KubectlArgs, o: AttachOption
  * and the session id in its env; null if there is none or it could not be asked (said).
  * Not a session step: it runs after a signal too, on the way out.
  */
-export async function findSessionPod(s: Session, k: KubectlArgs, o: AttachOptions): Promise<string | null> {
+async function findSessionPod(s: Session, k: KubectlArgs, o: AttachOptions): Promise<string | null> {
   const get = run(k.findSession(), { passStderr: s.io });
   const res = await Promise.race([get.exited, delay(30_000).then(() => null)]);
   if (res?.code !== 0) {

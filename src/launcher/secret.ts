@@ -35,7 +35,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
 /** The env names the agent reads (src/config.ts: --session-token's twin) and the launcher finds the pod by. */
-export const SESSION_TOKEN_ENV = 'NODETRUTH_SESSION_TOKEN';
+const SESSION_TOKEN_ENV = 'NODETRUTH_SESSION_TOKEN';
 export const SESSION_ID_ENV = 'NODETRUTH_SESSION_ID';
 /** The label the deadline patch puts on the pod once its name is known. */
 export const SESSION_LABEL = 'nodetruth.dev/session';
@@ -58,7 +58,7 @@ const MAX_PROFILE_BYTES = 256 * 1024;
  * The debug profile at `file` (a partial container, YAML or JSON) with the session's env
  * values added (replacing any of the same names), as the JSON kubectl reads first.
  */
-export function profileWithSession(file: string, secret: SessionSecret): string {
+function profileWithSession(file: string, secret: SessionSecret): string {
   const text = readFileSync(file, 'utf8');
   if (Buffer.byteLength(text) > MAX_PROFILE_BYTES) throw new Error(`${file}: larger than ${MAX_PROFILE_BYTES / 1024} KiB, not a container spec`);
   const container = parseYaml(text, { maxAliasCount: 100 }) as unknown;
@@ -72,7 +72,7 @@ export function profileWithSession(file: string, secret: SessionSecret): string 
 }
 
 /** The session's copy of the profile for kubectl: its path, and its removal (idempotent). */
-export interface CustomProfile {
+interface CustomProfile {
   file: string;
   cleanup(): void;
 }

@@ -26,9 +26,9 @@ type Failed = Extract<Outcome<never>, { ok: false }>;
 export type Guarded<T> = Extract<Outcome<T>, { ok: true }> | (Failed & { since: number; outstanding: boolean });
 
 /** The last outcome of a keyed call, without its value. */
-export type KeyAnswer = { key: string; ok: true; ms: number } | { key: string; ok: false; error: string; since: number; outstanding: boolean };
+type KeyAnswer = { key: string; ok: true; ms: number } | { key: string; ok: false; error: string; since: number; outstanding: boolean };
 
-export interface GuardOptions {
+interface GuardOptions {
   /** the call, named in sentences: "statfs", "/proc cmdline read" */
   what: string;
   /** why one may hang, said when one does: "the mount does not answer" */
@@ -57,14 +57,6 @@ export class Guard {
   private readonly last = new Map<string, KeyAnswer>();
 
   constructor(readonly o: GuardOptions) {}
-
-  get max(): number {
-    return this.o.max;
-  }
-
-  get timeoutMs(): number {
-    return this.o.timeoutMs;
-  }
 
   /** `call` in a slot within the deadline; never rejects (the call's own error is a failed outcome with it as `cause`). */
   async run<T>(call: () => Promise<T>, opts: { key?: string; signal?: AbortSignal | undefined } = {}): Promise<Guarded<T>> {

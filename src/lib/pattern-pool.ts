@@ -7,8 +7,8 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { type Outcome, withinDeadline } from './deadline.js';
 
-export type Job = { op: 'compile'; source: string; flags: number } | { op: 'match'; source: string; flags: number; text: string; ends: number[] };
-export interface Reply {
+type Job = { op: 'compile'; source: string; flags: number } | { op: 'match'; source: string; flags: number; text: string; ends: number[] };
+interface Reply {
   id: number;
   error?: string;
   programSize?: number;
@@ -53,7 +53,7 @@ parentPort.on('message', (job) => {
 });
 `;
 
-export interface PoolOptions {
+interface PoolOptions {
   /** worker threads at most */
   workers: number;
   /** jobs waiting for a worker before new ones are refused */

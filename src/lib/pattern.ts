@@ -59,7 +59,7 @@ export class PatternRefusal extends Error {
 
 const badParameter = (param: string, detail: string) => new PatternRefusal('bad_parameter', `${param}: ${detail}`, param);
 
-export interface FilterOptions {
+interface FilterOptions {
   /** stop after this many matches */
   limit?: number | null;
   /** search from the last item backwards (a tail: the newest matches first found) */
@@ -69,7 +69,7 @@ export interface FilterOptions {
   budgetMs?: number;
 }
 
-export interface FilterResult<T> {
+interface FilterResult<T> {
   /** the matching items, in input order */
   items: T[];
   /** what a reader must know: lines matched only over their first maxMatchChars, a search stopped early */

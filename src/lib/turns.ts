@@ -22,7 +22,7 @@ export const SLICE_MS = 8;
  * the work that yields with a plain setImmediate (the /v1/cgroups reads wait past the load
  * shedder's 5 s at 1,000 containers).
  */
-export const TURN_MS = 2 * SLICE_MS;
+const TURN_MS = 2 * SLICE_MS;
 
 /**
  * The waiters of sliced loops, resumed in order: a turn of the event loop resumes the first, then

@@ -20,7 +20,7 @@ export interface CgroupSeries {
   labels: string;
 }
 
-export interface CgroupSeriesSet {
+interface CgroupSeriesSet {
   series: CgroupSeries[];
   /** cgroups past the cap */
   dropped: number;

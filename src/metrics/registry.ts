@@ -21,7 +21,7 @@ import { taintCollector } from './collectors/taint.js';
 import type { Deadlines } from '../deadlines.js';
 import type { Scrape, ScrapeInput } from './scrape.js';
 
-export type CriObserver = (method: string, code: string, seconds: number) => void;
+type CriObserver = (method: string, code: string, seconds: number) => void;
 
 export interface MetricsOptions {
   /** the node this agent serves (nodetruth_info) */

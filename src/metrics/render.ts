@@ -112,8 +112,3 @@ export async function renderCgroupChunks(families: readonly CgroupFamily[], seri
   }
   return out.done();
 }
-
-/** The same, as one Buffer. */
-export async function renderCgroupFamilies(families: readonly CgroupFamily[], series: readonly CgroupSeries[], slicing: Slicing = SLICING): Promise<Buffer> {
-  return Buffer.concat(await renderCgroupChunks(families, series, slicing));
-}

@@ -6,17 +6,14 @@
  *            or the kernel is too old to have it) or a key is missing from it;
  * - `'max'`  the kernel's own word for "no limit", kept as the string "max"
  *            exactly as the file says it (memory.max, memory.high, memory.swap.max,
- *            pids.max, cpu.max quota). Use `limitBytes()` for arithmetic.
+ *            pids.max, cpu.max quota); compare with 'max' before any arithmetic.
  */
 export type QosClass = 'guaranteed' | 'burstable' | 'besteffort';
 export type CgroupDriver = 'systemd' | 'cgroupfs';
-export type CgroupVersion = 'v2' | 'hybrid' | 'v1' | 'unknown';
+type CgroupVersion = 'v2' | 'hybrid' | 'v1' | 'unknown';
 
 /** A limit as cgroup v2 writes it: a number, or the string "max" meaning unlimited. */
 export type Limit = number | 'max';
-
-/** Infinity for "max", the number otherwise, null when unknown. */
-export const limitValue = (l: Limit | null): number | null => (l === 'max' ? Infinity : l);
 
 export interface PsiLine {
   /** percent of wall time, averaged over 10/60/300 s */
@@ -123,7 +120,7 @@ export interface CgroupStats {
   pressure: Pressure;
 }
 
-export type CgroupKind = 'pod' | 'container';
+type CgroupKind = 'pod' | 'container';
 
 /** A kubepods cgroup found by the walker, before any file in it is read. */
 export interface KubeCgroup {

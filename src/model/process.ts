@@ -20,7 +20,7 @@ export const NS_TYPES = ['cgroup', 'ipc', 'mnt', 'net', 'pid', 'pid_for_children
 export type NsType = (typeof NS_TYPES)[number];
 
 /** host: same inode as PID 1's; sandbox: same as the pod sandbox's process; else private. */
-export type NsSharing = 'host' | 'sandbox' | 'private';
+type NsSharing = 'host' | 'sandbox' | 'private';
 
 export interface NamespaceEntry {
   type: NsType;

@@ -29,7 +29,7 @@ export interface RuntimeFeatures {
 }
 
 /** CRI RuntimeHandlerFeatures: what one handler (runc, crun, kata ...) can do. */
-export interface RuntimeHandlerFeatures {
+interface RuntimeHandlerFeatures {
   recursiveReadOnlyMounts: boolean;
   userNamespaces: boolean;
 }

@@ -15,7 +15,7 @@ export interface TimelinePod {
   uid: string | null;
 }
 
-export interface TimelineContainer {
+interface TimelineContainer {
   name: string | null;
   id: string | null;
   attempt: number | null;

@@ -49,7 +49,7 @@ export const SOURCE_ERROR_CODES = [
 ] as const;
 export type SourceErrorCode = (typeof SOURCE_ERROR_CODES)[number];
 
-export interface SourceErrorOptions {
+interface SourceErrorOptions {
   param?: string;
   candidates?: string[];
   retryAfterSeconds?: number;
@@ -72,10 +72,6 @@ export class SourceError extends Error {
     this.candidates = opts.candidates;
     this.retryAfterSeconds = opts.retryAfterSeconds;
     this.reason = opts.reason;
-  }
-
-  get detail(): string {
-    return this.message;
   }
 }
 

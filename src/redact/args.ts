@@ -39,7 +39,7 @@ type Pending = 'none' | 'value' | 'header' | 'user';
 const toolOf = (w: string): Tool | undefined => (w.length <= 256 ? TOOLS.get(w.slice(w.lastIndexOf('/') + 1)) : undefined);
 
 /** What the arguments before this one said: a value still to come, and the tool being run. */
-export interface ArgState {
+interface ArgState {
   pending: Pending;
   tool: Tool | null;
 }

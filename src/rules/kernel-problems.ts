@@ -43,7 +43,7 @@
 export type KernelPhrase = string | readonly string[] | { readonly prefix: string };
 
 /** What the kernel names in the record, for attribution. */
-export type KernelAttribution =
+type KernelAttribution =
   /** the record names the task: "<comm>:<pid>" (hung task, soft lockup) */
   | 'pid'
   /** the task is on a following "CPU: n PID: p Comm: c" record (an oops) */

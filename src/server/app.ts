@@ -39,7 +39,7 @@ const routeTables = new WeakMap<object, readonly RouteOptions[]>();
 export const routeTableOf = (app: App): readonly RouteOptions[] => routeTables.get(app) ?? [];
 
 /** What a route table is given besides the app: the TLS in use, and every route of the app (for /openapi.json). */
-export interface RouteContext {
+interface RouteContext {
   tls: () => TlsMaterial | null;
   routes: readonly RouteOptions[];
 }
@@ -49,7 +49,7 @@ export interface RouteContext {
  */
 export type RouteTable = (app: App, deps: AppDeps, ctx: RouteContext) => Promise<void>;
 
-export interface AppOptions {
+interface AppOptions {
   /** the process's: aborted when it stops */
   shutdown: AbortSignal;
   /** from the config (src/server/tls.ts) unless given; null: plain HTTP */

@@ -42,7 +42,7 @@ export const IN_FLIGHT = {
   small: 64 * 1024,
 } as const;
 
-export interface ConnectionBoundsOptions {
+interface ConnectionBoundsOptions {
   /** --drain-timeout, ms */
   drainTimeoutMs: number;
   perClientBytes?: number;
@@ -66,7 +66,7 @@ function queues(s: Socket): [number, number, number] {
 }
 
 /** Bytes written to `s` that its client has not taken (an upper bound). */
-export function pendingBytes(s: Socket): number {
+function pendingBytes(s: Socket): number {
   const [a, b, c] = queues(s);
   return Math.max(a, b, c);
 }

@@ -6,7 +6,7 @@ import type { AppDeps } from './app.js';
 import { exemptFromDeadline } from './request-signal.js';
 
 /** At most `max` follow streams at once, across every kind (journal, kernel, container logs). */
-export class FollowLimiter {
+class FollowLimiter {
   active = 0;
   constructor(readonly max: number) {}
 
@@ -29,7 +29,7 @@ export class FollowLimiter {
  * behind one proxy, are each held to it). Behind `kubectl port-forward` every
  * client has the address 127.0.0.1, so there it caps all port-forward clients together.
  */
-export class PerClientFollowLimiter {
+class PerClientFollowLimiter {
   private readonly open = new Map<string, number>();
   constructor(readonly max: number) {}
 
@@ -50,11 +50,6 @@ export class PerClientFollowLimiter {
       }
     };
   }
-
-  /** Open streams of one key (tests). */
-  count(key: string): number {
-    return this.open.get(key) ?? 0;
-  }
 }
 
 const limiters = new WeakMap<AppDeps, FollowLimiter>();
@@ -65,23 +60,23 @@ export function followLimiter(deps: AppDeps): FollowLimiter {
 }
 
 const perClient = new WeakMap<AppDeps, PerClientFollowLimiter>();
-export function perClientFollowLimiter(deps: AppDeps): PerClientFollowLimiter {
+function perClientFollowLimiter(deps: AppDeps): PerClientFollowLimiter {
   let l = perClient.get(deps);
   if (!l) perClient.set(deps, (l = new PerClientFollowLimiter(deps.config.maxFollowsPerClient)));
   return l;
 }
 
 /** The keys a request's follow counts against. */
-export function followClientKeys(req: FastifyRequest): string[] {
+function followClientKeys(req: FastifyRequest): string[] {
   const keys = [`address ${req.ip ?? 'unknown'}`];
   if (req.identity) keys.push(`user ${JSON.stringify(req.identity.user)}`);
   return keys;
 }
 
 /** Why a follow stream ended on the agent's side; the last frame says it. */
-export type FollowEnd = 'max-duration' | 'shutdown';
+type FollowEnd = 'max-duration' | 'shutdown';
 
-export const wantsSse = (req: FastifyRequest) => /\btext\/event-stream\b/.test(req.headers.accept ?? '');
+const wantsSse = (req: FastifyRequest) => /\btext\/event-stream\b/.test(req.headers.accept ?? '');
 
 /**
  * Send a follow stream: NDJSON, or SSE when the client asks for text/event-stream.

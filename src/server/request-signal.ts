@@ -22,7 +22,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Problem } from '../errors.js';
 import { sendProblem } from './plugins/problems.js';
 
-export type RequestOutcome = 'client-gone' | 'timeout' | 'shutdown';
+type RequestOutcome = 'client-gone' | 'timeout' | 'shutdown';
 
 interface State {
   ac: AbortController;
@@ -35,7 +35,7 @@ interface State {
 const kState = Symbol('nodetruth.requestState');
 type WithState = FastifyRequest & { [kState]?: State };
 
-export interface DeadlineOptions {
+interface DeadlineOptions {
   /** --request-timeout */
   timeoutMs: number;
   /** the agent's shutdown signal */

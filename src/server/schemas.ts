@@ -6,7 +6,7 @@ import { DNS1123_LABEL, DNS1123_SUBDOMAIN, durationWithin, rangeText, THROTTLING
 
 /** Shared request schemas: every input is validated here before it reaches a call, path or argv. */
 
-export const format = z.enum(['json', 'text']).optional().describe('json (default) or text: an aligned table');
+const format = z.enum(['json', 'text']).optional().describe('json (default) or text: an aligned table');
 
 /** A querystring object that refuses unknown parameters and accepts ?format. */
 export const query = <T extends z.ZodRawShape>(shape: T) => z.strictObject({ ...shape, format });
@@ -34,7 +34,7 @@ export const rfc3339 = z
   .refine((s) => parseRfc3339Micros(s) !== null, 'expected RFC3339, e.g. 2026-11-29T17:42:28Z')
   .optional();
 
-export const idPrefix = z
+const idPrefix = z
   .string()
   .min(1)
   .max(64, 'an id has at most 64 hex characters')

@@ -14,7 +14,7 @@
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { App } from './app.js';
 
-export interface ListenAddress {
+interface ListenAddress {
   host: string;
   port: number;
 }

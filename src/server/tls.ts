@@ -23,11 +23,11 @@ import { ConfigError, isLoopback, tlsEnabled, type Config } from '../config.js';
 /** A PEM file larger than this is not a certificate or key anyone meant to give us. */
 const MAX_PEM_BYTES = 1024 * 1024;
 /** How often the certificate files are checked for a change (a Secret update takes ~1 min to land). */
-export const TLS_RELOAD_INTERVAL_MS = 60_000;
+const TLS_RELOAD_INTERVAL_MS = 60_000;
 /** The self-signed certificate outlives any pod; clients pin it rather than check dates. */
 const SELF_SIGNED_DAYS = 3 * 365;
 
-export interface CertInfo {
+interface CertInfo {
   /** X509Certificate.fingerprint256: colon-separated hex of the DER's SHA-256 */
   fingerprint256: string;
   /** curl --pinnedpubkey value: sha256// + base64 of the SubjectPublicKeyInfo's SHA-256 */
@@ -52,7 +52,7 @@ export function publicTlsInfo(m: TlsMaterial | null) {
   return { enabled: true as const, source, fingerprint256, publicKeyPin, subjectAltName, validFrom, validTo, ...(certFile ? { certFile } : {}) };
 }
 
-export function describeCert(certPem: string): CertInfo {
+function describeCert(certPem: string): CertInfo {
   const x = new X509Certificate(certPem);
   const spki = x.publicKey.export({ type: 'spki', format: 'der' });
   return {

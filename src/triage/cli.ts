@@ -13,9 +13,9 @@ import { EXIT_CODES, renderText, triage } from './report.js';
 import { triageSources } from './sources.js';
 import { THRESHOLDS } from '../rules/thresholds.js';
 
-export const TRIAGE_USAGE_EXIT = 3;
+const TRIAGE_USAGE_EXIT = 3;
 
-export interface TriageIo {
+interface TriageIo {
   stdout: { write(s: string): unknown; isTTY?: boolean };
   stderr: { write(s: string): unknown };
   env: NodeJS.ProcessEnv;

@@ -7,7 +7,7 @@ import { gatherSnapshot, type GatherOptions, type TriageSnapshot, type TriageSou
 
 const ORDER: Record<Severity, number> = { critical: 0, warning: 1, info: 2 };
 
-export function verdictOf(findings: readonly Finding[]): Verdict {
+function verdictOf(findings: readonly Finding[]): Verdict {
   if (findings.some((f) => f.severity === 'critical')) return 'critical';
   if (findings.some((f) => f.severity === 'warning')) return 'warning';
   return 'ok';
@@ -19,7 +19,7 @@ export const EXIT_CODES: Record<Verdict, number> = { ok: 0, warning: 1, critical
 const SOURCE_KEYS = ['runtime', 'pods', 'containers', 'cgroups', 'throttling', 'host', 'cni', 'oom', 'kubeletJournal', 'kernel', 'facts'] as const;
 
 /** A report, plus what the sources skipped while the snapshot was taken (an unreadable cgroup, a node file). */
-export type TriageReportWithWarnings = TriageReport & { warnings: string[] };
+type TriageReportWithWarnings = TriageReport & { warnings: string[] };
 
 /**
  * Every rule over the snapshot. A rule that throws on an item no one foresaw must not

@@ -32,7 +32,7 @@ export function failureCode(o: Outcome<unknown>): SourceErrorCode | null {
   return isSourceError(o.cause) ? o.cause.code : null;
 }
 
-export interface RuntimeInfo {
+interface RuntimeInfo {
   version: RuntimeVersion;
   status: RuntimeStatus;
 }
@@ -91,7 +91,7 @@ export interface TriageSources {
 }
 
 /** At most this many warnings per source in a report: a node with 10,000 bad cgroups says so, briefly. */
-export const MAX_SOURCE_WARNINGS = 50;
+const MAX_SOURCE_WARNINGS = 50;
 
 function prefixed(key: string, list: readonly string[]): string[] {
   const unique = [...new Set(list)];

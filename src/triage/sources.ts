@@ -29,7 +29,7 @@ export function ownCgroup(file = '/proc/self/cgroup'): string | null {
 }
 
 /** Where the agent finds itself: its own /proc/self/cgroup and pid (tests point them at a fixture). */
-export interface Self {
+interface Self {
   cgroupFile: string;
   pid: number;
 }

@@ -10,7 +10,7 @@ import type { HostFs } from '../readers/hostfs/hostfs.js';
 import type { RuntimeJoin } from './runtime-index.js';
 import { detectMode, type FoundCgroup } from '../readers/cgroup/cgroups.js';
 
-export type CgroupSort = 'memory' | 'throttling' | 'oom';
+type CgroupSort = 'memory' | 'throttling' | 'oom';
 
 /** The mode, or cgroup_mode_unsupported naming what was found instead of cgroup v2. */
 export async function requireV2(fs: HostFs): Promise<CgroupMode> {
@@ -20,7 +20,7 @@ export async function requireV2(fs: HostFs): Promise<CgroupMode> {
 }
 
 /** Cumulative throttled share of periods since the cgroup was created. */
-export const throttledShare = (r: CgroupRecord): number =>
+const throttledShare = (r: CgroupRecord): number =>
   r.cpu.nrPeriods && r.cpu.nrThrottled !== null ? r.cpu.nrThrottled / r.cpu.nrPeriods : 0;
 
 const SORTS: Record<CgroupSort, (a: CgroupRecord, b: CgroupRecord) => number> = {

@@ -27,7 +27,7 @@ type Procs = { ok: true; pids: number[]; bad: number } | { ok: false; gone: true
  * A directory in its place (EISDIR), EACCES under an LSM, EIO: the reason, not a throw.
  * Lines that are no pid (0, past 2^31, garbage) are counted, not fatal.
  */
-async function readPids(fs: HostFs, c: FoundCgroup): Promise<Procs> {
+export async function readPids(fs: HostFs, c: FoundCgroup): Promise<Procs> {
   let text: string | null;
   try {
     text = await fs.readIn(c.dir, 'cgroup.procs', PROCS_MAX_BYTES);
@@ -51,7 +51,7 @@ async function readPids(fs: HostFs, c: FoundCgroup): Promise<Procs> {
  * is read, or whose /proc entry cannot be read (a directory for stat, a link loop), is
  * skipped and named in `warnings` (the first few by pid, the rest counted); the others stand.
  */
-async function readPidsSkipping(fs: HostFs, pids: readonly number[], opts: ReadProcessOptions, warnings: string[]): Promise<ProcessRow[]> {
+export async function readPidsSkipping(fs: HostFs, pids: readonly number[], opts: ReadProcessOptions, warnings: string[]): Promise<ProcessRow[]> {
   const sorted = [...new Set(pids)].sort((a, b) => a - b);
   const budget = opts.budget ?? new ProcBudget();
   const gone: number[] = [];
@@ -94,9 +94,9 @@ export async function containerProcesses(fs: HostFs, c: FoundCgroup, signal?: Ab
   return { items, warnings: [...warnings, ...cmdlineWarnings(items)] };
 }
 
-export type SandboxSource = 'runtime' | 'earliest-process' | 'self';
+type SandboxSource = 'runtime' | 'earliest-process' | 'self';
 
-export interface SandboxRef {
+interface SandboxRef {
   containerId: string;
   pid: number;
   /**
@@ -108,7 +108,7 @@ export interface SandboxRef {
   source: SandboxSource;
 }
 
-export interface ContainerNamespaces {
+interface ContainerNamespaces {
   containerId: string;
   podUid: string;
   pid: number;
@@ -135,7 +135,7 @@ async function mainPid(fs: HostFs, c: FoundCgroup, warnings: string[]): Promise<
   return mainOf(fs, r.pids, warnings);
 }
 
-export async function findSandbox(
+async function findSandbox(
   fs: HostFs,
   all: readonly FoundCgroup[],
   target: FoundCgroup,

@@ -8,11 +8,11 @@ import type { V1ContainerStatus, V1Pod } from '@kubernetes/client-node';
 import type { ContainerState, PodSandbox, SandboxState } from '../model/runtime.js';
 
 /** kubelet's annotation on a mirror pod: the static pod's hash, which is the UID the runtime sees. */
-export const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
+const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 
-export type ApiContainerState = 'running' | 'waiting' | 'terminated' | 'unknown';
+type ApiContainerState = 'running' | 'waiting' | 'terminated' | 'unknown';
 
-export interface ApiContainer {
+interface ApiContainer {
   name: string;
   init: boolean;
   /** runtime container id without the scheme (containerd://); null before the first start */
@@ -23,7 +23,7 @@ export interface ApiContainer {
 }
 
 /** The parts of a v1 Pod that drift looks at. */
-export interface ApiPod {
+interface ApiPod {
   uid: string;
   /** the UID the runtime knows the pod by: the mirror annotation for static pods, else uid */
   runtimeUid: string;
@@ -36,7 +36,7 @@ export interface ApiPod {
 }
 
 /** A runtime container, as much as drift needs of it (ContainerRow fits). */
-export interface RuntimeContainerRef {
+interface RuntimeContainerRef {
   id: string;
   name: string;
   podId: string;
@@ -46,7 +46,7 @@ export interface RuntimeContainerRef {
   reason: string | null;
 }
 
-export interface AbsentPod {
+interface AbsentPod {
   uid: string;
   namespace: string;
   name: string;
@@ -55,7 +55,7 @@ export interface AbsentPod {
   deleting: boolean;
 }
 
-export interface OrphanSandbox {
+interface OrphanSandbox {
   id: string;
   uid: string;
   namespace: string;
@@ -64,7 +64,7 @@ export interface OrphanSandbox {
   createdAt: string | null;
 }
 
-export interface StateMismatch {
+interface StateMismatch {
   podUid: string;
   namespace: string;
   pod: string;

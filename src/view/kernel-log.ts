@@ -9,7 +9,7 @@ import { compileUserPattern, type UserPattern } from '../readers/user-pattern.js
 import { redactLogText } from '../redact.js';
 
 /** A kernel log record as /v1/kernel returns it. */
-export interface KernelRecord {
+interface KernelRecord {
   /** kmsg sequence number; null for records only the journal still holds */
   seq: number | null;
   time: string;
@@ -23,9 +23,9 @@ export interface KernelRecord {
   cursor: string | null;
 }
 
-export type KernelItem = { kind: 'record'; record: KernelRecord } | { kind: 'gap'; afterSeq: number | null };
+type KernelItem = { kind: 'record'; record: KernelRecord } | { kind: 'gap'; afterSeq: number | null };
 
-export interface KernelQuery {
+interface KernelQuery {
   sinceSeq: number | null;
   tailLines: number | null;
   /** RE2 syntax, matched off the event loop (lib/pattern.ts) */
@@ -34,7 +34,7 @@ export interface KernelQuery {
   limitBytes?: number | null;
 }
 
-export interface KernelResult {
+interface KernelResult {
   records: KernelRecord[];
   /** ring-buffer overruns seen while reading (EPIPE): records were lost between these */
   gaps: Array<{ afterSeq: number | null }>;

@@ -24,7 +24,7 @@ import { parseProcStat } from '../readers/proc/parse.js';
 import { KERNEL_PROBLEM_LIMITS, KERNEL_PROBLEMS, type KernelPhrase, type KernelProblemKind } from '../rules/kernel-problems.js';
 
 /** One matched record, with what it names. */
-export interface KernelProblem extends Named {
+interface KernelProblem extends Named {
   id: string;
   seq: number;
   /** µs since boot */
@@ -38,7 +38,7 @@ export interface KernelProblem extends Named {
   context: Array<{ seq: number; text: string }>;
 }
 
-export interface KernelScan {
+interface KernelScan {
   problems: KernelProblem[];
   /** records matched per kind, including those not kept */
   counts: Record<string, number>;
@@ -48,7 +48,7 @@ export interface KernelScan {
 
 const cut = (s: string, n: number) => (s.length > n ? s.slice(0, n) : s);
 
-export function phraseMatches(ph: KernelPhrase, text: string): boolean {
+function phraseMatches(ph: KernelPhrase, text: string): boolean {
   if (typeof ph === 'string') return text.includes(ph);
   if ('prefix' in ph) return text.startsWith(ph.prefix);
   return containsInOrder(text, ph);
@@ -151,7 +151,7 @@ export interface KernelProblems {
   warnings: string[];
 }
 
-export const ATTRIBUTION_LIMITS = {
+const ATTRIBUTION_LIMITS = {
   /** distinct pids whose /proc files are read per call (the newest problems first) */
   maxPids: 64,
   /** bytes of /proc/<pid>/cgroup (v1 hosts list a line per hierarchy) */

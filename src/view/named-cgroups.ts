@@ -10,12 +10,12 @@ import type { CgroupMode, CgroupRecord, CgroupStats } from '../model/cgroup.js';
 import { SingleFlight } from '../lib/concurrency.js';
 import { type RuntimeIndexSource, type RuntimeJoin, RuntimeNameBook } from './runtime-index.js';
 import type { HostFs } from '../readers/hostfs/hostfs.js';
-import { detectMode, type FoundCgroup, walkKubepods } from '../readers/cgroup/cgroups.js';
+import { type FoundCgroup, walkKubepods } from '../readers/cgroup/cgroups.js';
 import { readMany, type StatFile } from '../readers/cgroup/stats.js';
 import { measureThrottling, type ThrottlingReport } from '../readers/cgroup/throttling.js';
 import { matchCgroupId, requireV2, type CgroupMatch } from './cgroup-lookup.js';
 
-export interface FoundCgroups {
+interface FoundCgroups {
   mode: CgroupMode;
   found: FoundCgroup[];
   /** the runtime's names (NOT_ASKED when the caller asked for none) */
@@ -24,11 +24,11 @@ export interface FoundCgroups {
   warnings: string[];
 }
 
-export interface CgroupRecords extends Omit<FoundCgroups, 'found'> {
+interface CgroupRecords extends Omit<FoundCgroups, 'found'> {
   items: CgroupRecord[];
 }
 
-export interface CgroupQuery {
+interface CgroupQuery {
   /** one pod's cgroups (its own and its containers') */
   podUid?: string;
   /** join the runtime's names (default true); false: names are null, nothing waits for the runtime */
@@ -38,7 +38,7 @@ export interface CgroupQuery {
 }
 
 /** The join of a caller that asked for no names: nothing waited for the runtime. */
-export const NOT_ASKED: RuntimeJoin = { joined: false, index: null, names: RuntimeNameBook.EMPTY, detail: 'names not asked for' };
+const NOT_ASKED: RuntimeJoin = { joined: false, index: null, names: RuntimeNameBook.EMPTY, detail: 'names not asked for' };
 
 const strip = <C extends FoundCgroup>(c: C) => {
   const { dir: _dir, ...rest } = c;
@@ -52,11 +52,6 @@ export class CgroupSource {
     readonly fs: HostFs,
     readonly runtime: RuntimeIndexSource,
   ) {}
-
-  /** cgroup v2, v1 or hybrid, with the drivers whose kubepods root exists */
-  mode(): Promise<CgroupMode> {
-    return this.flights.do('mode', () => detectMode(this.fs));
-  }
 
   /** The mode, or cgroup_mode_unsupported naming what was found instead of cgroup v2. */
   requireV2(): Promise<CgroupMode> {

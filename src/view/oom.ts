@@ -18,7 +18,7 @@ export interface AttributedOomKill extends OomKill {
   cgroupDriver: 'systemd' | 'cgroupfs' | null;
 }
 
-export interface OomResult {
+interface OomResult {
   kills: AttributedOomKill[];
   /** where the kills were read from, and what failed */
   sources: { kmsg: boolean; journal: boolean };

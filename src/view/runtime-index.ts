@@ -15,7 +15,7 @@ import { SingleFlight } from '../lib/concurrency.js';
 import { withinDeadline } from '../lib/deadline.js';
 import { isSourceError } from '../readers/errors.js';
 
-export interface RuntimeLister {
+interface RuntimeLister {
   listContainers(): Promise<Container[]>;
   listPodSandboxes(): Promise<PodSandbox[]>;
   listImages?(): Promise<Image[]>;
@@ -44,7 +44,7 @@ async function withImageNames(cri: RuntimeLister, containers: Container[]): Prom
   });
 }
 
-export interface PodNames {
+interface PodNames {
   podName: string | null;
   podNamespace: string | null;
   podUid: string | null;
@@ -94,7 +94,7 @@ export class RuntimeIndex {
 }
 
 /** The names of one listed id: never change for that id. */
-export interface IdNames extends PodNames {
+interface IdNames extends PodNames {
   /** null for a sandbox */
   containerName: string | null;
   image: string;

@@ -1,11 +1,11 @@
-import { isProblem, statusOf } from '../../src/errors.js';
+import { isProblem, problemOf } from '../../src/errors.js';
 import { isSourceError, type SourceErrorCode } from '../../src/readers/errors.js';
 
-/** The HTTP status an error answers with: a Problem's own, a SourceError's through the code table. */
-const statusOfError = (err: unknown): number | null => (isProblem(err) ? err.status : isSourceError(err) ? statusOf(err) : null);
+/** The HTTP status an error answers with: a Problem's own, a SourceError's through the Problem it answers as. */
+const statusOfError = (err: unknown): number | null => (isProblem(err) ? err.status : isSourceError(err) ? problemOf(err).status : null);
 
 const describe = (err: unknown): string =>
-  isSourceError(err) ? `${err.code} → ${statusOf(err)} ${err.message}` : isProblem(err) ? `${err.status} ${err.message}` : String(err);
+  isSourceError(err) ? `${err.code} → ${problemOf(err).status} ${err.message}` : isProblem(err) ? `${err.status} ${err.message}` : String(err);
 
 async function rejection(p: Promise<unknown> | (() => unknown)): Promise<{ err: unknown } | null> {
   try {

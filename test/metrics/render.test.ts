@@ -9,7 +9,13 @@ import t from 'tap';
 import type { CgroupRecord } from '../../src/model/cgroup.js';
 import { CGROUP_FAMILIES } from '../../src/metrics/collectors/cgroups.js';
 import { cgroupSeries, escapeLabel } from '../../src/metrics/labels.js';
-import { renderCgroupFamilies } from '../../src/metrics/render.js';
+import { renderCgroupChunks, type CgroupFamily } from '../../src/metrics/render.js';
+import type { CgroupSeries } from '../../src/metrics/labels.js';
+import type { Slicing } from '../../src/lib/slices.js';
+
+/** the chunks production copies into the scrape body, as one Buffer */
+const render = async (families: readonly CgroupFamily[], series: readonly CgroupSeries[], slicing?: Slicing): Promise<Buffer> =>
+  Buffer.concat(await renderCgroupChunks(families, series, slicing));
 
 const LABELS = ['namespace', 'pod', 'container', 'id', 'image', 'pod_uid'] as const;
 
@@ -34,10 +40,10 @@ const record = (i: number, over: { path?: string; podName?: string | null; conta
 const hostile = ['a"b', 'back\\slash', 'new\nline', 'ünïcødé ☃', '"\\\n"'];
 const records = hostile.map((h, i) => record(i, { path: `/kubepods.slice/${h}`, containerName: h })).concat([record(9, {})]);
 
-t.test('renderCgroupFamilies gives prom-client bytes for the same series', async (t) => {
+t.test('renderCgroupChunks gives prom-client bytes for the same series', async (t) => {
   // records come unnamed from the scrape; with no index the names are the runtime-down ones ("")
   const { series } = cgroupSeries(records, null, 100);
-  const mine = await renderCgroupFamilies(CGROUP_FAMILIES, series);
+  const mine = await render(CGROUP_FAMILIES, series);
 
   const reg = new Registry();
   for (const f of CGROUP_FAMILIES) {
@@ -66,14 +72,14 @@ t.test('a big render yields between slices of bounded size, and the text is the 
   // 3,000 containers' worth of cgroups (~4,400 series per family)
   const many = Array.from({ length: 4400 }, (_, i) => record(i + 1, { path: `/kubepods.slice/kubepods-burstable.slice/pod${i}/cri-containerd-${`${i}`.padStart(64, 'f')}.scope` }));
   const { series } = cgroupSeries(many, null, 10_000);
-  const whole = await renderCgroupFamilies(CGROUP_FAMILIES, series, { sliceChars: Infinity, pause: () => t.fail('no yield without a bound') as never });
+  const whole = await render(CGROUP_FAMILIES, series, { sliceChars: Infinity, pause: () => t.fail('no yield without a bound') as never });
   let values = 0;
   const perSlice: number[] = [];
   // the series written between two yields, counted (a family's value() is called once per series; a left-out one writes nothing)
   const written = (f: (typeof CGROUP_FAMILIES)[number], v: number | null) => v !== null && Number.isFinite(v) && !(f.kind === 'counter' && v < 0);
   const counted = CGROUP_FAMILIES.map((f) => ({ ...f, value: (r: CgroupRecord) => { const v = f.value(r); if (written(f, v)) values++; return v; } }));
   const sliceChars = 64 * 1024;
-  const sliced = await renderCgroupFamilies(counted, series, {
+  const sliced = await render(counted, series, {
     sliceChars,
     pause: async () => {
       perSlice.push(values);
@@ -92,7 +98,7 @@ t.test('values are written as JS prints them, digit by digit or not', async (t) 
   const recs = values.map((v, i) => ({ ...record(i + 1, {}), memory: { ...record(1, {}).memory, workingSet: v } }) as CgroupRecord);
   const { series } = cgroupSeries(recs, null, 100);
   const gauge = CGROUP_FAMILIES.filter((f) => f.name === 'container_memory_working_set_bytes');
-  const text = (await renderCgroupFamilies(gauge, series)).toString();
+  const text = (await render(gauge, series)).toString();
   const written = text.split('\n').filter((l) => !l.startsWith('#')).map((l) => l.slice(l.lastIndexOf(' ') + 1));
   t.same([...written].sort(), values.map((v) => `${v}`).sort()); // the series come in path order
 });

@@ -9,14 +9,14 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import type { DiskUse } from '../../src/model/node.js';
 import { statfsCalls } from '../../src/readers/node/statfs.js';
-import { evictionChecks, evictionFrom } from '../../src/readers/node/kubelet-config.js';
+import { HostFs } from '../../src/readers/hostfs/hostfs.js';
+import { evictionChecks, readKubeletConfig } from '../../src/readers/node/kubelet-config.js';
 import { nodeRule } from '../../src/triage/rules/node.js';
 import { SnapshotIndex } from '../../src/triage/rules/index.js';
 import { realNode } from '../fixtures/node-tree.js';
@@ -92,7 +92,11 @@ t.test('triage and the eviction checks conclude nothing from a disk not read', a
   // / is nearly full, but the kubelet's and the runtime's filesystems were not read: they may be others
   h.disks = [disk('/', 0.01, 0.01), notRead('/var/lib/containerd'), notRead('/var/lib/kubelet')];
   t.same(nodeRule.run(s, new SnapshotIndex(s)).filter((f) => f.id === 'disk-pressure'), [], 'no disk finding from /');
-  const { eviction } = evictionFrom(null, null, null, null);
+  // no kubelet and no config on the host: kubelet's default thresholds
+  const empty = mkdtempSync(path.join(os.tmpdir(), 'nodetruth-no-kubelet-'));
+  t.teardown(() => rmSync(empty, { recursive: true, force: true }));
+  const { eviction } = await readKubeletConfig(new HostFs(empty), null);
+  t.equal(eviction.thresholds.filter((x) => x.from === 'default').length, 5);
   t.same(evictionChecks(eviction.thresholds, h.disks), [], 'no eviction check against /');
   // a path absent from the host is held by /: checked there
   h.disks = [disk('/', 0.01, 0.01), { ...notRead('/var/lib/containerd'), present: false }, notRead('/var/lib/kubelet')];

@@ -8,12 +8,12 @@ import type { RuntimeNameBook } from '../../view/runtime-index.js';
 import type { AttributedOomKill } from '../../view/oom.js';
 import type { Collector } from '../registry.js';
 
-export const MAX_OOM_SERIES = 500;
+const MAX_OOM_SERIES = 500;
 
 type OomLabels = { namespace: string; pod: string; container: string; pod_uid: string };
 
 /** Kills seen so far and their counts by label set; at most MAX_OOM_SERIES label sets, the rest counted as overflow. */
-export class OomCounter {
+class OomCounter {
   private readonly seen = new Set<string>();
   private readonly counts = new Map<string, { labels: OomLabels; n: number }>();
   overflow = 0;

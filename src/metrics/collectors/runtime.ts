@@ -7,7 +7,7 @@ import { Counter, Gauge, Histogram } from 'prom-client';
 import { podLabels } from '../labels.js';
 import type { Collector } from '../registry.js';
 
-export const CRI_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const CRI_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export const runtimeCollector: Collector = {
   name: 'runtime',

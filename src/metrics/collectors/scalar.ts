@@ -7,7 +7,7 @@
  */
 import { escapeText } from '../labels.js';
 
-export interface Scalar {
+interface Scalar {
   name: string;
   help: string;
   /** null (or not finite): unknown in this scrape, no sample */

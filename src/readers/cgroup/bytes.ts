@@ -14,7 +14,7 @@ const EQ = 0x3d;
 const DOT = 0x2e;
 const MINUS = 0x2d;
 // space, \t \n \v \f \r
-export const isWs = (c: number) => c === SP || (c >= 0x09 && c <= 0x0d);
+const isWs = (c: number) => c === SP || (c >= 0x09 && c <= 0x0d);
 
 /** Below 16 digits the running sum is exact; above, Number() of the text rounds as JSON.parse would. */
 const EXACT_DIGITS = 15;
@@ -144,7 +144,7 @@ export function scanFlatKeyed(b: Bytes, s: number, e: number, ks: Keys, out: Flo
  * Where nextLine found a line: [start, end) trimmed and not blank, its first word
  * ending at `word`; the scan goes on at `next`. One object per parse, reused per line.
  */
-export interface Line {
+interface Line {
   next: number;
   start: number;
   end: number;

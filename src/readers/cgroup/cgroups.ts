@@ -10,7 +10,6 @@
  */
 import type { Dirent } from 'node:fs';
 import type { CgroupDriver, CgroupMode, KubeCgroup, QosClass } from '../../model/cgroup.js';
-import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs, ResolvedDir } from '../hostfs/hostfs.js';
 import { nextTurn, Slice, SLICE_MS } from '../../lib/turns.js';
 import { readdirInSync } from '../hostfs/read-sync.js';
@@ -37,7 +36,7 @@ export interface FoundCgroup extends KubeCgroup {
 const N = KUBEPODS_NAMES;
 
 /** Directories listed between two yields of the walk at most (fewer when they take longer than SLICE_MS). */
-export const WALK_SLICE = 64;
+const WALK_SLICE = 64;
 
 /**
  * cgroup v2 (unified), hybrid (v1 controllers, v2 only for systemd at /sys/fs/cgroup/unified)
@@ -194,14 +193,4 @@ export async function walkKubepods(fs: HostFs, opts: { podsOnly?: boolean; podUi
     }
   }
   return out;
-}
-
-/** cgroup.procs of a cgroup: the pids (in the reader's pid namespace); null when the cgroup is gone. */
-export async function readProcs(fs: HostFs, dir: ResolvedDir): Promise<number[] | null> {
-  const text = await readInNoLink(fs, dir, 'cgroup.procs');
-  if (text === null) return null;
-  return text
-    .split('\n')
-    .filter((l) => /^\d+$/.test(l))
-    .map(Number);
 }

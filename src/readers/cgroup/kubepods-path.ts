@@ -15,7 +15,7 @@
  */
 import type { CgroupDriver, QosClass } from '../../model/cgroup.js';
 
-export interface KubepodsPath {
+interface KubepodsPath {
   driver: CgroupDriver;
   qos: QosClass;
   /** pod UID with dashes, as the API server spells it */

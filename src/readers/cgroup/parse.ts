@@ -21,7 +21,7 @@ import { type Bytes, decimalAt, intAt, isMax, type Keys, keys, lineAt, nextLine,
  * Told once per file that a line or value of it was malformed and skipped;
  * the parser keeps every well-formed line.
  */
-export type OnMalformed = () => void;
+type OnMalformed = () => void;
 
 /** A single number (memory.current, pids.current, cpu.weight); null when not a number. */
 export function singleAt(b: Bytes, s: number, e: number, onBad?: OnMalformed): number | null {
@@ -218,20 +218,9 @@ const onText = <T>(f: (b: Bytes, s: number, e: number, onBad?: OnMalformed) => T
 };
 
 export const parseSingle = onText(singleAt);
-export const parseLimit = onText(limitAt);
 export const parseCpuMax = onText(cpuMaxAt);
 export const parsePsi = onText(psiAt);
-export const parseIoStat = onText(ioStatAt);
 export const parseMemoryEvents = onText(memoryEventsAt);
-
-/** Flat keyed text: the values of `names` found (a Map, in the order of `names`); null for a missing file. */
-export function parseFlatKeyed(text: string | null, names: readonly string[], onBad?: OnMalformed): Map<string, number> | null {
-  if (text === null) return null;
-  const b = utf8(text);
-  const v = new Float64Array(names.length);
-  if (scanFlatKeyed(b, 0, b.length, keys(...names), v)) onBad?.();
-  return new Map(names.flatMap((n, i) => (v[i] === v[i] ? [[n, v[i]!] as const] : [])));
-}
 
 /** cpu.stat (+ cpu.max, cpu.weight) as text. */
 export function parseCpu(stat: string | null, max: string | null, weight: string | null, onBad?: (file: string) => void): CpuStats {
@@ -243,38 +232,6 @@ export function parseCpu(stat: string | null, max: string | null, weight: string
   cpu.max = parseCpuMax(max, onBad && (() => onBad('cpu.max')));
   cpu.weight = parseSingle(weight, onBad && (() => onBad('cpu.weight')));
   return cpu;
-}
-
-export interface MemoryFiles {
-  current: string | null;
-  max: string | null;
-  high: string | null;
-  peak: string | null;
-  swapCurrent: string | null;
-  swapMax: string | null;
-  events: string | null;
-  eventsLocal: string | null;
-  stat: string | null;
-}
-
-/** The memory files as text. */
-export function parseMemory(f: MemoryFiles, onBad?: (file: string) => void): MemoryStats {
-  const bad = (file: string) => onBad && (() => onBad(file));
-  const m = emptyMemory();
-  m.current = parseSingle(f.current, bad('memory.current'));
-  m.max = parseLimit(f.max, bad('memory.max'));
-  m.high = parseLimit(f.high, bad('memory.high'));
-  m.peak = parseSingle(f.peak, bad('memory.peak'));
-  m.swapCurrent = parseSingle(f.swapCurrent, bad('memory.swap.current'));
-  m.swapMax = parseLimit(f.swapMax, bad('memory.swap.max'));
-  m.events = parseMemoryEvents(f.events, bad('memory.events'));
-  m.eventsLocal = parseMemoryEvents(f.eventsLocal, bad('memory.events.local'));
-  if (f.stat !== null) {
-    const b = utf8(f.stat);
-    memoryStatInto(m, b, 0, b.length, bad('memory.stat'));
-  }
-  m.workingSet = workingSet(m.current, m.inactiveFile);
-  return m;
 }
 
 /** cAdvisor: usage minus inactive_file, never below zero; usage itself when inactive_file is unknown. */

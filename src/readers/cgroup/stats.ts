@@ -62,7 +62,7 @@ const MAX_FILE_BYTES = 64 * 1024;
  * the keys a record holds are kept. `base`: the record of the same cgroup's other
  * files, read already (a copy is completed: `base` is left as it is).
  */
-export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] = FILES, onMalformed?: (file: string) => void, base?: CgroupStats): CgroupStats | null {
+function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] = FILES, onMalformed?: (file: string) => void, base?: CgroupStats): CgroupStats | null {
   // `only`: a caller that needs a few fields (a /metrics scrape) reads only their files;
   // the others parse as absent (null). On a 1,000-container node every file is ~20 µs.
   const ids = idsOf(only);
@@ -109,10 +109,6 @@ export function readCgroupStatsSync(dir: ResolvedDir, only: readonly StatFile[] 
   return { memory, cpu, pids, io, pressure };
 }
 const CONTROLLERS = ['cgroup.controllers'];
-
-export async function readCgroupStats(_fs: HostFs, dir: ResolvedDir): Promise<CgroupStats | null> {
-  return readCgroupStatsSync(dir);
-}
 
 /**
  * Cgroups read between two yields to the event loop, at most: 64 take ~10 ms on a loaded

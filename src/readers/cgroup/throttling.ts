@@ -73,7 +73,7 @@ async function sweep<T>(items: readonly FoundCgroup[], fn: (c: FoundCgroup) => T
 }
 
 /** Sort: throttled share first (unknown last), then throttled seconds. */
-export function compareThrottling(a: ThrottlingEntry, b: ThrottlingEntry): number {
+function compareThrottling(a: ThrottlingEntry, b: ThrottlingEntry): number {
   const sa = a.throttledShare ?? -1;
   const sb = b.throttledShare ?? -1;
   if (sa !== sb) return sb - sa;

@@ -8,13 +8,13 @@
 import { redactDeep, redactText } from '../../redact.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 
-export const DEFAULT_CNI_CONF_DIR = '/etc/cni/net.d';
-export const DEFAULT_CNI_BIN_DIR = '/opt/cni/bin';
+const DEFAULT_CNI_CONF_DIR = '/etc/cni/net.d';
+const DEFAULT_CNI_BIN_DIR = '/opt/cni/bin';
 const CONF_EXTENSIONS = ['.conf', '.conflist', '.json'];
 const MAX_CONF_BYTES = 64 * 1024;
 const MAX_ENTRIES = 200;
 
-export interface CniConfFile {
+interface CniConfFile {
   name: string;
   /** host path */
   path: string;
@@ -44,7 +44,7 @@ export interface CniState {
 }
 
 /** Parse one CNI network config (.conf) or list (.conflist): pure. */
-export function parseCniConf(name: string, text: string): Pick<CniConfFile, 'network' | 'plugins' | 'error'> {
+function parseCniConf(name: string, text: string): Pick<CniConfFile, 'network' | 'plugins' | 'error'> {
   let j: unknown;
   try {
     j = JSON.parse(text);
@@ -68,7 +68,7 @@ export function parseCniConf(name: string, text: string): Pick<CniConfFile, 'net
 }
 
 /** Characters of a CNI config quoted as evidence. */
-export const CNI_EXCERPT_CHARS = 400;
+const CNI_EXCERPT_CHARS = 400;
 
 /**
  * A CNI config file as evidence: its credentials redacted before anything quotes it
@@ -77,7 +77,7 @@ export const CNI_EXCERPT_CHARS = 400;
  * text kept when nothing in it changed; one that does not parse (cut, hand-edited)
  * gets the text rules over all of it, then is cut, so no cut leaves half a secret.
  */
-export function cniExcerpt(text: string): string {
+function cniExcerpt(text: string): string {
   let doc: unknown;
   try {
     doc = JSON.parse(text);

@@ -22,16 +22,16 @@ import {
 import { criServices, type UnaryCoder } from './proto.js';
 
 /** Called once per CRI call, for metrics (method, gRPC code name, seconds). */
-export type CallObserver = (method: string, code: string, seconds: number) => void;
+type CallObserver = (method: string, code: string, seconds: number) => void;
 
-export interface ContainerFilter {
+interface ContainerFilter {
   id?: string;
   podSandboxId?: string;
   state?: Container['state'];
   labelSelector?: Record<string, string>;
 }
 
-export interface PodSandboxFilter {
+interface PodSandboxFilter {
   id?: string;
   state?: PodSandbox['state'];
   labelSelector?: Record<string, string>;

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { CRI_SOCKETS, NODE_OS_LIMITS, NOT_CRI_SOCKETS } from '../../rules/node-os.js';
 import { byBytes, mergeConfigs, parseFlags, type ConfigFile } from '../node/kubelet-flags.js';
 
-export interface EndpointChoice {
+interface EndpointChoice {
   /** unix://<host root>/<socket>, null when none was found */
   endpoint: string | null;
   /** how it was found, e.g. "kubelet --container-runtime-endpoint (/proc/812/cmdline)" */
@@ -40,7 +40,7 @@ const realRoot = (hostRoot: string): string => {
 };
 
 /** Read a host file synchronously, inside the root, at most `max` bytes; null when absent, refused or too large. */
-export function readHostFileSync(hostRoot: string, hostPath: string, max: number): string | null {
+function readHostFileSync(hostRoot: string, hostPath: string, max: number): string | null {
   let real: string;
   try {
     const root = realRoot(hostRoot);

@@ -149,7 +149,7 @@ export function toContainerStatus(res: Wire): ContainerStatus {
  * the default again as ""; a node has a handful. The gRPC size limit would let a runtime
  * send millions, and each becomes table rows, so the rest are counted in a warning.
  */
-export const MAX_RUNTIME_HANDLERS = 256;
+const MAX_RUNTIME_HANDLERS = 256;
 
 /**
  * A features message as proto-loader decodes it: an unset message field is null (the

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { assertName, assertPathText, errCode, escapes, HostPathError, isGone, judgeFdPath } from './host-path.js';
 
 // the refusals HostFs throws, for its callers to tell apart
-export { type HostPathCode, HostPathError, isGone, isHostPathError, judgeFdPath } from './host-path.js';
+export { type HostPathCode, isGone, isHostPathError, judgeFdPath } from './host-path.js';
 
 const MAX_SYMLINKS = 40; // as the kernel's own limit on nested links (ELOOP)
 const DEFAULT_MAX_BYTES = 4 * 1024 * 1024;

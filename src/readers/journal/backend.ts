@@ -14,19 +14,19 @@ import { JOURNAL_LIMITS } from './limits.js';
 import { kubeletHostUnit, kubeletLogFile, type KubeletLogFile } from '../node/kubelet-log.js';
 
 /** A unit's log file: its host path, the directory it must stay inside, and how it was found. */
-export interface UnitFile {
+interface UnitFile {
   unit: string;
   path: string;
   within: string;
   from: string;
 }
 
-export type LogBackend = { kind: 'journal'; warnings: string[]; units?: string[] } | { kind: 'file'; files: UnitFile[]; why: string };
+type LogBackend = { kind: 'journal'; warnings: string[]; units?: string[] } | { kind: 'file'; files: UnitFile[]; why: string };
 
 const isKubelet = (unit: string) => unit.replace(/\.service$/, '') === 'kubelet';
 
 /** The files a unit may log to under /var/log (relative), in order. */
-export function unitLogFiles(unit: string): readonly string[] {
+function unitLogFiles(unit: string): readonly string[] {
   const name = unit.replace(/\.service$/, '');
   return UNIT_LOG_FILES[name] ?? [`${name}.log`];
 }

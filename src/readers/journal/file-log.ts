@@ -6,7 +6,7 @@ import { compileUserPattern } from '../user-pattern.js';
 import { redactLogText } from '../../redact.js';
 import { mapSliced } from '../../lib/turns.js';
 
-export interface FileLogResult {
+interface FileLogResult {
   file: string;
   lines: string[];
   truncated: boolean;

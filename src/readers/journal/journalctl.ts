@@ -37,7 +37,7 @@ export function journalctlArgs(q: JournalQueryJ): string[] {
 /** The journalctl arguments of a whole-unit export (every field), as exportUnits runs them. */
 export const exportArgs = (units: string[], sinceUs: number): string[] => ['--no-pager', '--output=export', ...units.map((u) => `--unit=${u}`), `--since=${usec(sinceUs)}`];
 
-export interface JournalResult {
+interface JournalResult {
   records: JournalRecord[];
   warnings: string[];
   /** why the answer is incomplete: our byte bound, or the whole-request deadline */
@@ -45,7 +45,7 @@ export interface JournalResult {
   command: string[];
 }
 
-export interface JournalSourceOptions {
+interface JournalSourceOptions {
   hostFs: HostFs;
   journalctl?: string;
   deadlineMs?: number;
@@ -285,7 +285,7 @@ const warningsOf = (stderr: string) =>
     .filter((l) => l !== '' && l !== '-- No entries --');
 
 /** Turn journalctl's complaints into the right HTTP meaning. */
-export function classifyStderr(stderr: string, code: number, q: { pattern: string | null; boot: number | null }): void {
+function classifyStderr(stderr: string, code: number, q: { pattern: string | null; boot: number | null }): void {
   const bad = /^Bad pattern .*$/m.exec(stderr);
   if (bad) throw badParameter('pattern', `pattern: ${bad[0]}`);
   if (/without pattern matching support/i.test(stderr)) throw new SourceError('source_unsupported', 'pattern: this journalctl was built without PCRE2 (--grep)');

@@ -44,6 +44,6 @@ export const JOURNAL_LIMITS = {
 export const UNIT_NAME = /^[a-zA-Z0-9_:@][a-zA-Z0-9_.:@-]*$/;
 
 /** journalctl -p: a level name or number, or a range FROM..TO */
-export const PRIORITY_NAMES = ['emerg', 'alert', 'crit', 'err', 'warning', 'notice', 'info', 'debug'] as const;
+const PRIORITY_NAMES = ['emerg', 'alert', 'crit', 'err', 'warning', 'notice', 'info', 'debug'] as const;
 const LEVEL = `(?:[0-7]|${PRIORITY_NAMES.join('|')})`;
 export const PRIORITY = new RegExp(`^${LEVEL}(?:\\.\\.${LEVEL})?$`);

@@ -107,7 +107,7 @@ export function journalQuery(q: Partial<Omit<Extract<JournalQuery, { kind: 'jour
   return { kind: 'journal', units: [], sinceUs: null, untilUs: null, tailLines: null, pattern: null, boot: null, priority: null, follow: false, matches: [], ...q };
 }
 
-export function validateUnit(q: string): string {
+function validateUnit(q: string): string {
   if (q.length > JOURNAL_LIMITS.maxServiceLength) {
     throw badParameter('query', `query: unit name longer than ${JOURNAL_LIMITS.maxServiceLength} characters`);
   }
@@ -132,7 +132,7 @@ export function validateFileQuery(q: string): string {
   return parts.filter((p) => p !== '' && p !== '.').join('/');
 }
 
-export function validatePattern(p: string): string {
+function validatePattern(p: string): string {
   if (p.length > JOURNAL_LIMITS.maxPatternLength) {
     throw badParameter('pattern', `pattern: longer than ${JOURNAL_LIMITS.maxPatternLength} characters`);
   }

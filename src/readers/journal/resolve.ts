@@ -10,7 +10,7 @@ export interface JournalctlCommand {
   args: string[];
 }
 
-export async function findExecutable(name: string, dirs = (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':')): Promise<string | null> {
+async function findExecutable(name: string, dirs = (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':')): Promise<string | null> {
   for (const d of dirs) {
     if (!d) continue;
     const p = path.join(d, name);

@@ -118,7 +118,7 @@ export function parseCpuLine(t: string): { pid: number; comm: string; taint: str
 }
 
 /** The set taint letters after "Tainted: " ("G      D W" → "DW"; G is "no proprietary module", not a taint). */
-export function taintLetters(t: string, from: number): string {
+function taintLetters(t: string, from: number): string {
   let out = '';
   for (let i = from; i < t.length && i - from < 40; i++) {
     const c = t[i]!;

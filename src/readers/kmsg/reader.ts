@@ -90,7 +90,7 @@ export function readOnce(ring: KmsgRing, signal: AbortSignal): KmsgRing {
   return { readAll: () => (read ??= ring.readAll(signal)) };
 }
 
-export interface KmsgCursor {
+interface KmsgCursor {
   /** Items readable now; [] at the end (EAGAIN). Call again later to follow. */
   next(): Promise<KmsgItem[]>;
   /** At the end of a one-shot read: whatever was held back waiting for more (a last line without newline). */

@@ -17,7 +17,7 @@ let clientModule: typeof Client | undefined;
  * ~75 MiB, and only /v1/node/drift and --auth kubernetes need it (start-up
  * time and idle RSS). Node 24 loads this ESM package with require().
  */
-export function kubeClient(): typeof Client {
+function kubeClient(): typeof Client {
   // The sync fallback; callers on a request path await loadKubeClient() first, because a
   // synchronous require() of an ESM graph can stall behind asynchronous loader hooks
   // (seen once under the test runner's TypeScript hooks).
@@ -34,16 +34,16 @@ export async function loadKubeClient(): Promise<void> {
 export const kubeClientLoaded = (): boolean => clientModule !== undefined;
 
 /** Where a pod's service account token is mounted (client-node's loadFromCluster reads it there). */
-export const SERVICEACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+const SERVICEACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 /** Deadline of one API call, and of a whole paged pod list. */
-export const KUBE_TIMEOUT_MS = 5000;
+const KUBE_TIMEOUT_MS = 5000;
 /** Page size of the pod list; a node runs at most a few hundred pods. */
 const POD_PAGE = 500;
 /** Pages followed at most (POD_PAGE each): a bound, not an expected size. */
 const MAX_PAGES = 20;
 
-export interface KubeAccessOptions {
+interface KubeAccessOptions {
   /** --kubeconfig / $KUBECONFIG; null: in-cluster */
   kubeconfig: string | null;
   env?: NodeJS.ProcessEnv;
@@ -107,14 +107,14 @@ export function loadKubeAccess(o: KubeAccessOptions): KubeAccess {
   return { ok: true, api: new KubeApi(kc, cluster.server, o.timeoutMs ?? KUBE_TIMEOUT_MS), source };
 }
 
-export interface ReviewedUser {
+interface ReviewedUser {
   username: string;
   uid: string;
   groups: string[];
   extra: Record<string, string[]>;
 }
 
-export type TokenReviewResult = { authenticated: true; user: ReviewedUser; audiences: string[] } | { authenticated: false; error: string };
+type TokenReviewResult = { authenticated: true; user: ReviewedUser; audiences: string[] } | { authenticated: false; error: string };
 
 export interface AccessCheck {
   verb: string;
@@ -123,7 +123,7 @@ export interface AccessCheck {
   name: string;
 }
 
-export interface AccessResult {
+interface AccessResult {
   allowed: boolean;
   denied: boolean;
   reason: string;
@@ -258,7 +258,7 @@ function causeOf(err: unknown): string {
 }
 
 /** Remove a secret from a text (an error message may echo a request body). */
-export function scrub(text: string, secret?: string): string {
+function scrub(text: string, secret?: string): string {
   return secret && secret.length > 0 ? text.split(secret).join('<redacted>') : text;
 }
 

@@ -18,7 +18,7 @@ import type { KubeApi } from './api.js';
 const TEXT_CHARS = 4096;
 const NAME_CHARS = 253;
 
-export interface KubeObjectRef {
+interface KubeObjectRef {
   kind: string;
   namespace: string | null;
   name: string;
@@ -27,7 +27,7 @@ export interface KubeObjectRef {
   fieldPath: string | null;
 }
 
-export interface KubeEventOccurrence {
+interface KubeEventOccurrence {
   /** µs since the epoch */
   us: number;
   /** the field the time was read from: firstTimestamp, lastTimestamp, eventTime, series.lastObservedTime, metadata.creationTimestamp */
@@ -123,7 +123,7 @@ export function parseEvent(raw: unknown): KubeEvent | { skip: string } {
 }
 
 /** How far one list of Events goes: pages of `page` items, `pages` of them, `maxBytes` each. */
-export const EVENT_LIST_BOUNDS = { page: 500, pages: 4, maxBytes: 8 * 1024 * 1024 } as const;
+const EVENT_LIST_BOUNDS = { page: 500, pages: 4, maxBytes: 8 * 1024 * 1024 } as const;
 
 export interface EventList {
   events: KubeEvent[];

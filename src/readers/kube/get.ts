@@ -14,7 +14,7 @@ import { SourceError } from '../errors.js';
 /** A Status body's message is cut to this many characters in an error. */
 const STATUS_CHARS = 300;
 
-export interface BoundedGet {
+interface BoundedGet {
   kc: KubeConfig;
   /** the cluster's server URL, with any path prefix it has */
   server: string;

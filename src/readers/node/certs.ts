@@ -19,7 +19,7 @@ import type { KubeletCertificate, Sourced } from '../../model/node.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { kubeletClientCert } from './kubeconfig.js';
 
-export const KUBELET_PKI = '/var/lib/kubelet/pki';
+const KUBELET_PKI = '/var/lib/kubelet/pki';
 /** a PEM with a certificate and a key is a few KiB; a chain a few more */
 const MAX_PEM_BYTES = 256 * 1024;
 const PEM_RE = /-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]{1,200000}?)-----END CERTIFICATE-----/;

@@ -8,7 +8,7 @@
  */
 import type { CriLatency, CriMethodLatency } from '../../model/node.js';
 
-export const CRI_LATENCY_WINDOW = {
+const CRI_LATENCY_WINDOW = {
   seconds: 300,
   /** calls kept per method */
   calls: 256,

@@ -17,7 +17,7 @@ import { parseTaint } from './taint.js';
 
 const errText = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code ?? (err as Error | null)?.message ?? String(err);
 
-export interface FactsOptions {
+interface FactsOptions {
   cri?: (Parameters<typeof criLatencyOf>[0] & { endpoint?: string }) | null;
   /** the disks already read for the same answer (nodeHealth's); read here when absent */
   disks?: DiskUse[] | Promise<DiskUse[]>;

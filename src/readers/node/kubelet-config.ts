@@ -15,12 +15,12 @@ import type { DiskUse, EvictionCheck, EvictionConfig, EvictionSignal, EvictionTh
 import type { HostFs } from '../hostfs/hostfs.js';
 import { procReads, readBlocking, PROC_LIMITS } from '../proc/limiter.js';
 import { parseCmdline } from '../proc/parse.js';
-import { parseConfigDoc, parseFlags, readKubeletSetup, type Flags, type KubeletSetup } from './kubelet-flags.js';
+import { readKubeletSetup, type Flags, type KubeletSetup } from './kubelet-flags.js';
 
-export const DEFAULT_KUBELET_CONFIG = '/var/lib/kubelet/config.yaml';
+const DEFAULT_KUBELET_CONFIG = '/var/lib/kubelet/config.yaml';
 
 /** kubelet's default hard thresholds on Linux (pkg/kubelet/eviction/defaults_linux.go's values). */
-export const DEFAULT_EVICTION_HARD: Readonly<Partial<Record<EvictionSignal, string>>> = {
+const DEFAULT_EVICTION_HARD: Readonly<Partial<Record<EvictionSignal, string>>> = {
   'memory.available': '100Mi',
   'nodefs.available': '10%',
   'nodefs.inodesFree': '5%',
@@ -45,7 +45,7 @@ export function parseThresholdValue(v: string): { ratio: number | null; quantity
 }
 
 /** "memory.available<100Mi,nodefs.available<10%" (the flag form) → map */
-export function parseEvictionFlag(v: string): Map<string, string> {
+function parseEvictionFlag(v: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const part of v.split(',').slice(0, 16)) {
     const i = part.indexOf('<');
@@ -54,7 +54,7 @@ export function parseEvictionFlag(v: string): Map<string, string> {
   return out;
 }
 
-export interface KubeletConfigRead {
+interface KubeletConfigRead {
   eviction: EvictionConfig;
   /** tlsCertFile from the config (the serving certificate), null when unset */
   tlsCertFile: string | null;
@@ -92,30 +92,8 @@ const asMap = (v: unknown): Map<string, string> => {
   return out;
 };
 
-/**
- * The thresholds in force: from the config text and argv (either may be null). Pure
- * apart from nothing: tested on real config shapes.
- */
-export function evictionFrom(configText: string | null, argv: readonly string[] | null, configPath: string | null, foundBy: EvictionConfig['foundBy']): KubeletConfigRead {
-  const problems: string[] = [];
-  let doc: Record<string, unknown> = {};
-  if (configText !== null) {
-    const p = parseConfigDoc(configText, configPath ?? 'config');
-    if ('error' in p) problems.push(p.error);
-    else doc = p.doc;
-  }
-  const sourceOf = new Map<string, string>();
-  if (configPath !== null) for (const [k, v] of Object.entries(doc)) {
-    sourceOf.set(k, configPath);
-    if ((k === 'evictionHard' || k === 'evictionSoft') && v && typeof v === 'object') for (const s of Object.keys(v).slice(0, 32)) sourceOf.set(`${k}.${s}`, configPath);
-  }
-  const r = evictionFromDoc(doc, argv ? parseFlags(argv) : new Map(), sourceOf, configPath, foundBy);
-  if (problems.length) r.eviction.error = [...problems, r.eviction.error].filter(Boolean).join('; ');
-  return r;
-}
-
 /** The thresholds in force from a merged config (base and drop-ins) and kubelet's flags; each says which file or flag set it. */
-export function evictionFromDoc(doc: Record<string, unknown>, flags: Flags, sourceOf: ReadonlyMap<string, string>, configPath: string | null, foundBy: EvictionConfig['foundBy'], dropIns: string[] = [], hardInBase?: boolean): KubeletConfigRead {
+function evictionFromDoc(doc: Record<string, unknown>, flags: Flags, sourceOf: ReadonlyMap<string, string>, configPath: string | null, foundBy: EvictionConfig['foundBy'], dropIns: string[] = [], hardInBase?: boolean): KubeletConfigRead {
   const problems: string[] = [];
   const hardFlag = flags.get('eviction-hard')?.value ?? null;
   const softFlag = flags.get('eviction-soft')?.value ?? null;

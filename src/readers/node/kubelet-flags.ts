@@ -91,7 +91,7 @@ export interface ConfigFile {
   from: string;
 }
 
-export interface MergedConfig {
+interface MergedConfig {
   /** the merged KubeletConfiguration ({} when no file was read) */
   doc: Record<string, unknown>;
   /** the files read, in the order applied */
@@ -159,7 +159,7 @@ export const byBytes = (a: string, b: string): number => Buffer.compare(Buffer.f
  * *.conf is read as a file). Bounded: entries looked at in all, directories, depth, drop-ins
  * read; a cut says so in `problems`.
  */
-export async function dropInNames(fs: HostFs, dirPath: string, problems: string[]): Promise<string[]> {
+async function dropInNames(fs: HostFs, dirPath: string, problems: string[]): Promise<string[]> {
   const out: string[] = [];
   let seen = 0;
   let dirs = 0;

@@ -30,7 +30,7 @@ async function commOf(fs: HostFs, proc: Awaited<ReturnType<HostFs['dir']>>, pid:
 }
 
 /** The first process named one of `comms` (the lowest pid listed), or null. */
-export async function findProcess(fs: HostFs, comms: readonly string[]): Promise<{ pid: number; comm: string } | null> {
+async function findProcess(fs: HostFs, comms: readonly string[]): Promise<{ pid: number; comm: string } | null> {
   const key = `${fs.root}\0${comms.join(',')}`;
   const proc = await fs.dir('/proc');
   const last = lastPid.get(key);
@@ -57,7 +57,7 @@ export async function findProcess(fs: HostFs, comms: readonly string[]): Promise
 }
 
 /** The kubelet's pid, or null when no process named kubelet is seen. */
-export async function findKubeletPid(fs: HostFs): Promise<number | null> {
+async function findKubeletPid(fs: HostFs): Promise<number | null> {
   return (await findProcess(fs, ['kubelet']))?.pid ?? null;
 }
 
@@ -79,7 +79,7 @@ export async function kubeletHostUnit(fs: HostFs): Promise<{ unit: string; from:
 }
 
 /** What kubelet's flags say about its log file: a path to read, a refusal with its reason, or null (it logs to stderr). */
-export function logFileOf(argv: readonly string[], from: string): KubeletLogFile | null {
+function logFileOf(argv: readonly string[], from: string): KubeletLogFile | null {
   const flags = parseFlags(argv);
   const file = flags.get('log-file')?.value;
   if (!file) return null;

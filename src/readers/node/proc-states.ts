@@ -29,7 +29,7 @@ import { readInNoLink } from '../hostfs/safe-read.js';
 import { parseProcStat } from '../proc/parse.js';
 import { Slice } from '../../lib/turns.js';
 
-export const PROC_STATE_LIMITS = {
+const PROC_STATE_LIMITS = {
   /** pids whose stat is read per walk */
   maxPids: 65_536,
   /** the stat walk's own work, in slices, the waits between them not counted */
@@ -49,13 +49,13 @@ export const PROC_STATE_LIMITS = {
 const PID_RE = /^[1-9]\d{0,9}$/;
 
 /** The v2 line of /proc/<pid>/cgroup ("0::/kubepods.slice/..."); null on a v1-only host. */
-export function parseProcCgroup(text: string | null): string | null {
+function parseProcCgroup(text: string | null): string | null {
   if (text === null) return null;
   for (const line of text.split('\n', 64)) if (line.startsWith('0::')) return line.slice(3).trim() || '/';
   return null;
 }
 
-export interface ProcWalk {
+interface ProcWalk {
   states: ProcessStates;
   /** pid of a process named kubelet (its cmdline names the config file), null when none was seen */
   kubeletPid: number | null;

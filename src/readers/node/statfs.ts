@@ -12,7 +12,7 @@ import type { MountAnswer } from '../../model/node.js';
 import type { HostFs } from '../hostfs/hostfs.js';
 import { Guard, type Guarded } from '../../lib/guard.js';
 
-export const STATFS_LIMITS = {
+const STATFS_LIMITS = {
   maxCalls: 2,
   timeoutMs: 1000,
 } as const;

@@ -6,7 +6,7 @@
  */
 import type { KernelTaint, TaintFlag } from '../../model/node.js';
 
-export interface TaintBit {
+interface TaintBit {
   bit: number;
   letter: string;
   meaning: string;

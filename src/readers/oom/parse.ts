@@ -75,7 +75,7 @@ export interface OomKill {
 }
 
 /** Indexed as a regex's groups over the oom-kill line would be: 1 constraint, 2 nodemask, 3 cpuset, 4 mems_allowed, 5 oom_memcg, 6 'global_oom', 7 task_memcg, 8 task, 9 pid, 10 uid */
-export type OomSummary = Array<string | undefined>;
+type OomSummary = Array<string | undefined>;
 
 const PID_UID = /,pid=(\d+),uid=(\d+)$/;
 
@@ -139,7 +139,7 @@ export function parseOomSummary(text: string): OomSummary | null {
 
 /** `Task in <cg> killed as a result of limit of <cg>` → [text, task cgroup, limit cgroup] */
 /** `Tasks in <cg> are going to be killed due to memory.oom.group set` → <cg> */
-export function parseOomGroup(text: string): string | null {
+function parseOomGroup(text: string): string | null {
   const prefix = 'Tasks in ';
   const suffix = ' are going to be killed due to memory.oom.group set';
   if (!text.startsWith(prefix) || !text.endsWith(suffix) || text.includes('\n')) return null;

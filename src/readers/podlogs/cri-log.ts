@@ -14,7 +14,7 @@ import { parseRfc3339Micros } from '../journal/time.js';
 export type Stream = 'stdout' | 'stderr';
 
 /** One physical line, parsed. `message` is raw bytes: UTF-8 is decoded once per logical line, so a character split across P parts survives. */
-export interface CriLogLine {
+interface CriLogLine {
   /** the timestamp as written (RFC3339Nano) */
   time: string;
   /** µs since the epoch, for comparisons */
@@ -73,13 +73,8 @@ export function parseCriLine(b: Buffer, cut = false): CriLogLine | null {
   return { time, us, stream, partial: t === 'P', message: b.subarray(Math.min(c + 1, b.length)), cut };
 }
 
-/** Text form, for tests and callers holding a string. */
-export function parseCriLogLine(line: string): CriLogLine | null {
-  return parseCriLine(Buffer.from(line, 'utf8'));
-}
-
 /** Bytes → text: invalid UTF-8 becomes U+FFFD (the decoder), and so does NUL (a terminal must not receive one). */
-export function decodeMessage(b: Buffer): string {
+function decodeMessage(b: Buffer): string {
   const s = b.toString('utf8');
   return s.includes('\0') ? s.replaceAll('\0', '\uFFFD') : s;
 }
@@ -199,10 +194,6 @@ export class LineJoiner {
     this.pending[p.stream] = p;
   }
 
-  hasPending(s: Stream): boolean {
-    return this.pending[s] !== null;
-  }
-
   /** Unfinished partial lines at the end of the input (a container still writing, or killed mid-line). */
   flush(): LogEntry[] {
     const out: LogEntry[] = [];
@@ -232,11 +223,6 @@ export class ForwardLines {
   private carryCut = false;
 
   constructor(readonly maxBytes: number) {}
-
-  /** bytes of the unfinished line held (bounded by maxBytes) */
-  get held(): number {
-    return this.carryBytes;
-  }
 
   push(chunk: Buffer, out: RawLine[]): void {
     let from = 0;

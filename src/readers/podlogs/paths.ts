@@ -88,7 +88,7 @@ export async function openLog(fs: HostFs, hostPath: string): Promise<OpenLog | n
   }
 }
 
-export function attemptOf(p: string): number | null {
+function attemptOf(p: string): number | null {
   const m = /\/(\d+)\.log$/.exec(p);
   return m ? Number(m[1]) : null;
 }

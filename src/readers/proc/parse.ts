@@ -3,10 +3,8 @@
  * what the kernel writes.
  */
 import type { NsType } from '../../model/process.js';
-import type { Psi } from '../../model/cgroup.js';
-import { parsePsi } from '../cgroup/parse.js';
 
-export interface ProcStat {
+interface ProcStat {
   pid: number;
   comm: string;
   state: string;
@@ -70,7 +68,7 @@ export function parseCmdline(text: string | null): string[] {
   return parts;
 }
 
-export interface LoadAvg {
+interface LoadAvg {
   load1: number;
   load5: number;
   load15: number;
@@ -120,6 +118,3 @@ export function parseNsLink(link: string | null): { type: NsType; inode: number 
   const m = /^([a-z_]+):\[(\d+)\]$/.exec(link ?? '');
   return m ? { type: m[1] as NsType, inode: Number(m[2]) } : null;
 }
-
-/** /proc/pressure/{cpu,memory,io}: same format as the cgroup files. */
-export const parsePressure = (text: string | null): Psi | null => parsePsi(text);

@@ -9,7 +9,6 @@ import type { NamespaceEntry, NsType, ProcessInfo } from '../../model/process.js
 import { NS_TYPES } from '../../model/process.js';
 import { readInNoLink } from '../hostfs/safe-read.js';
 import type { HostFs } from '../hostfs/hostfs.js';
-import { mapLimit } from '../../lib/concurrency.js';
 import { PROC_LIMITS, procReads, readBlocking } from './limiter.js';
 import type { Guard } from '../../lib/guard.js';
 import { kbToBytes, parseCmdline, parseNsLink, parseProcStat, parseProcStatus } from './parse.js';
@@ -101,14 +100,6 @@ export async function readProcess(fs: HostFs, pid: number, opts: ReadProcessOpti
     ...(unavailable === undefined ? {} : { cmdlineUnavailable: unavailable }),
     ...(truncated ? { cmdlineTruncated: true as const } : {}),
   };
-}
-
-/** Records for many pids with bounded concurrency, in pid order; vanished pids dropped. */
-export async function readProcesses(fs: HostFs, pids: readonly number[], concurrency = 16, opts: ReadProcessOptions = {}): Promise<ProcessRow[]> {
-  const sorted = [...new Set(pids)].sort((a, b) => a - b);
-  const budget = opts.budget ?? new ProcBudget();
-  const read = await mapLimit(sorted, concurrency, (pid) => readProcess(fs, pid, { ...opts, budget }));
-  return read.filter((p): p is ProcessRow => p !== null);
 }
 
 /** Warnings for a listing's rows without a cmdline: a few named, the rest counted. */

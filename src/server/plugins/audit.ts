@@ -13,7 +13,7 @@ declare module 'fastify' {
 }
 
 /** Bounds of what one audit line carries from the request (every byte of it is the client's). */
-export const AUDIT_LIMITS = {
+const AUDIT_LIMITS = {
   /** characters of the raw query string looked at */
   maxQueryChars: 4096,
   /** query keys (and params) logged at most; the rest are counted */
@@ -32,7 +32,7 @@ const cut = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…(${s.l
  * other value given the text rules (`x=Bearer …`, `u=https://user:pw@…`). Taken from
  * the raw URL, not req.query: a request refused by validation still has its secrets.
  */
-export function auditQuery(url: string): { query: Record<string, string | string[]>; omittedKeys?: number; queryTruncated?: true } {
+function auditQuery(url: string): { query: Record<string, string | string[]>; omittedKeys?: number; queryTruncated?: true } {
   const q = url.indexOf('?');
   const out: Record<string, string | string[]> = Object.create(null) as Record<string, string | string[]>;
   if (q < 0) return { query: out };
@@ -67,7 +67,7 @@ export function auditQuery(url: string): { query: Record<string, string | string
 }
 
 /** Route params, bounded and redacted by the same rule. */
-export function auditParams(params: unknown): Record<string, string> {
+function auditParams(params: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (!params || typeof params !== 'object') return out;
   let n = 0;

@@ -59,7 +59,7 @@ interface Denied {
   expires: number;
 }
 
-export function accessCheck(resource: string, nodeName: string): AccessCheck {
+function accessCheck(resource: string, nodeName: string): AccessCheck {
   const [res, sub = ''] = resource.split('/');
   return { verb: 'get', resource: res!, subresource: sub, name: nodeName };
 }
@@ -110,10 +110,6 @@ export class AuthDecider {
   checkFor(route: string | undefined): AccessCheck {
     const resource = route === undefined ? undefined : ROUTE_RESOURCES.get(route);
     return resource ? accessCheck(resource, this.deps.config.nodeName) : this.check;
-  }
-
-  get size(): number {
-    return this.allowed.size + this.denied.size;
   }
 
   /** Cached allowed decisions, refused ones, and source addresses with a budget. */

@@ -43,7 +43,7 @@ export const OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);
 /** A bearer token longer than this is refused without asking the API server. */
 const MAX_TOKEN_LENGTH = 16 * 1024;
 
-export function bearerToken(req: FastifyRequest): string | null {
+function bearerToken(req: FastifyRequest): string | null {
   const h = req.headers.authorization;
   if (typeof h !== 'string') return null;
   const m = /^Bearer +([^\s]+) *$/i.exec(h);

@@ -36,7 +36,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Problem } from '../../errors.js';
 import { Reading } from '../../reading.js';
 
-export interface LoadShedOptions {
+interface LoadShedOptions {
   /** heavy requests making new answers at once */
   running: number;
   /** heavy requests waiting for a slot */

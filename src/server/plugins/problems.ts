@@ -56,7 +56,7 @@ function toProblem(err: FastifyError): Problem {
   return new Problem('internal_error', 'nodetruth failed unexpectedly; the agent log has the details');
 }
 
-export function problemBody(req: FastifyRequest | null, p: Problem): Record<string, unknown> {
+function problemBody(req: FastifyRequest | null, p: Problem): Record<string, unknown> {
   return { type: p.type, title: p.title, status: p.status, detail: p.message, ...(req ? { instance: req.url.split('?')[0] } : {}), code: p.code, ...p.extra };
 }
 

@@ -14,7 +14,7 @@
 import { isIPv6 } from 'node:net';
 
 /** A token bucket: `take()` is true while there is one, else false and `retryAfterMs` says how long until there is. */
-export class TokenBucket {
+class TokenBucket {
   private tokens: number;
   private last: number;
   constructor(
@@ -47,7 +47,7 @@ export class TokenBucket {
   }
 }
 
-export interface AdmissionLimits {
+interface AdmissionLimits {
   /** reviews per second and burst, all callers together */
   globalPerSecond: number;
   globalBurst: number;
@@ -58,7 +58,7 @@ export interface AdmissionLimits {
   maxAddresses: number;
 }
 
-export type Admission = { ok: true } | { ok: false; scope: 'address' | 'global'; retryAfterMs: number };
+type Admission = { ok: true } | { ok: false; scope: 'address' | 'global'; retryAfterMs: number };
 
 /** The budget key of a remote address: the address itself, an IPv6 address's /64, 'unknown' without one. */
 export function sourceKey(address: string | undefined): string {

@@ -24,7 +24,7 @@ import { Problem } from '../../errors.js';
 export const SESSION_HEADER = 'x-nodetruth-session';
 
 /** Routes answered without the session token, by route pattern: the readiness probe's. */
-export const SESSION_OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);
+const SESSION_OPEN_ROUTES: ReadonlySet<string> = new Set(['/healthz']);
 
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 

@@ -22,7 +22,7 @@ const cgroupId = z
 const limitText = (l: Limit | null) => (l === null ? '' : l === 'max' ? 'max' : humanSize(l));
 const pct = (x: number | null) => (x === null ? '' : `${(x * 100).toFixed(1)}%`);
 
-export function cgroupsTable(items: CgroupRecord[]) {
+function cgroupsTable(items: CgroupRecord[]) {
   return {
     columns: ['KIND', 'POD UID', 'POD', 'NAMESPACE', 'CONTAINER', 'NAME', 'QOS', 'MEMORY', 'WORKING SET', 'LIMIT', 'HIGH', 'CPU QUOTA', 'THROTTLED', 'OOM', 'OOM KILL'],
     rows: items.map((r) => [

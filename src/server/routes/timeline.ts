@@ -56,7 +56,7 @@ const bool = z
 const DEFAULT_SOURCES: readonly TimelineSource[] = TIMELINE_SOURCES;
 
 /** The parameters of GET /v1/timeline, and of `nodetruth timeline` (its flags go through the same schema). */
-export const timelineParams = query({
+const timelineParams = query({
   since: timeParam.describe(`the window's start: ${TIME_TEXT}; default an hour before until`),
   until: timeParam.describe(`the window's end: ${TIME_TEXT}; default now`),
   pod: repeated(podRef, 16).optional().describe('namespace/name or pod UID (repeatable): only that pod\'s events'),
@@ -69,7 +69,7 @@ export const timelineParams = query({
   .refine((q) => !(q.follow && q.until !== undefined), { path: ['until'], message: 'cannot follow up to a time' });
 
 /** Validated parameters → the view's query. */
-export function timelineQuery(q: z.output<typeof timelineParams>, nowUs = Date.now() * 1000): TimelineQuery {
+function timelineQuery(q: z.output<typeof timelineParams>, nowUs = Date.now() * 1000): TimelineQuery {
   const untilUs = q.until ?? nowUs;
   const sinceUs = q.since ?? untilUs - TIMELINE_LIMITS.defaultWindowMs * 1000;
   const pods = q.pod ? { uids: new Set(q.pod.filter((p) => !p.includes('/'))), names: new Set(q.pod.filter((p) => p.includes('/'))) } : null;

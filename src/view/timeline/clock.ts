@@ -22,7 +22,7 @@ export function parseBtime(stat: string): number | null {
   return Number.isSafeInteger(s) && s > 0 ? s : null;
 }
 
-export interface KernelClock {
+interface KernelClock {
   bootUs: number;
   clock: TimelineClock;
 }
@@ -46,7 +46,7 @@ export async function kernelClock(hostFs: HostFs, agentBootUs: () => number = bo
 }
 
 /** Kernel records of this boot the journal is asked for: its newest, a few (one journalctl child, indexed matches). */
-export const CLOCK_RECORDS = 20;
+const CLOCK_RECORDS = 20;
 /** More than this between the two boot times is not btime's rounding nor journald's delay. */
 const CLOCK_TOLERANCE_US = 1_000_000;
 

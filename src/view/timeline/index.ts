@@ -34,7 +34,7 @@ export interface TimelineDeps extends KubeEventsDeps {
 }
 
 /** How long each source is waited for: rows of the deadline table (src/deadlines.ts). */
-export interface TimelineDeadlines {
+interface TimelineDeadlines {
   containerRows: number;
   kernelLog: number;
   journal: number;

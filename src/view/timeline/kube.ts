@@ -16,9 +16,9 @@ import { DNS1123_LABEL, DNS1123_SUBDOMAIN } from '../../validate.js';
 import { podMatches, SourceEvents, summaryText, excerptText, type TimelineQuery } from './window.js';
 
 /** Pods whose Events are listed at most (kubelet's default is 110 pods a node). */
-export const KUBE_MAX_PODS = 256;
+const KUBE_MAX_PODS = 256;
 /** Events read at most over all lists (each list is bounded too): no more are listed once this many were. */
-export const KUBE_MAX_EVENTS = 20_000;
+const KUBE_MAX_EVENTS = 20_000;
 /** Event lists in flight at once. */
 const IN_FLIGHT = 4;
 const POD_UID = /^[0-9a-f-]{8,64}$/;

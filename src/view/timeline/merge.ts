@@ -10,7 +10,7 @@ import type { Timed } from './window.js';
 const RANK = new Map<TimelineSource, number>(TIMELINE_SOURCES.map((s, i) => [s, i]));
 
 /** a before b: time, then source, then sequence */
-export function before(a: Timed, b: Timed): boolean {
+function before(a: Timed, b: Timed): boolean {
   if (a.us !== b.us) return a.us < b.us;
   const ra = RANK.get(a.event.source)!;
   const rb = RANK.get(b.event.source)!;

@@ -8,7 +8,7 @@ import { clip } from '../../format.js';
 import type { TimelineEvent, TimelineSource } from '../../model/timeline.js';
 import { formatMicros, parseRfc3339Micros } from '../../readers/journal/time.js';
 
-export interface PodFilter {
+interface PodFilter {
   /** pod UIDs */
   uids: ReadonlySet<string>;
   /** "namespace/name" */
@@ -43,8 +43,6 @@ export const TIMELINE_LIMITS = {
   summaryChars: 400,
   /** an evidence excerpt (the record's own text) */
   excerptChars: 2000,
-  /** a window is at most this long */
-  maxWindowMs: 7 * 86_400_000,
   /** the default window: the last hour */
   defaultWindowMs: 3_600_000,
 } as const;

@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import type { CgroupDriver } from '../../../src/model/cgroup.js';
-import { detectMode, readProcs, walkKubepods } from '../../../src/readers/cgroup/cgroups.js';
-import { readCgroupStats, readMany } from '../../../src/readers/cgroup/stats.js';
+import { detectMode, walkKubepods, type FoundCgroup } from '../../../src/readers/cgroup/cgroups.js';
+import { readMany } from '../../../src/readers/cgroup/stats.js';
+import { readPids } from '../../../src/view/container-processes.js';
 import { TurnQueue } from '../../../src/lib/turns.js';
 import { HostFs } from '../../../src/readers/hostfs/hostfs.js';
 import {
@@ -150,8 +151,8 @@ for (const driver of ['systemd', 'cgroupfs'] as CgroupDriver[]) {
     });
 
     t.test('cgroup.procs', async (t) => {
-      t.same(await readProcs(fs, all.find((c) => c.containerId === SANDBOX_ID)!.dir), [867]);
-      t.same(await readProcs(fs, all.find((c) => c.containerId === BESTEFFORT_ID)!.dir), []);
+      t.same(await readPids(fs, all.find((c) => c.containerId === SANDBOX_ID)!), { ok: true, pids: [867], bad: 0 });
+      t.same(await readPids(fs, all.find((c) => c.containerId === BESTEFFORT_ID)!), { ok: true, pids: [], bad: 0 });
     });
 
     t.test('podUid and podsOnly filters', async (t) => {
@@ -177,11 +178,11 @@ t.test('cgroups vanishing between the walk and the read are skipped', async (t) 
   const all = await walkKubepods(fs);
   const spin = all.find((c) => c.containerId === SPIN_ID)!;
   rmSync(spin.dir.realPath, { recursive: true });
-  t.equal(await readCgroupStats(fs, spin.dir), null);
+  t.same(await readMany(fs, [spin]), [], 'gone: no record');
   const records = await readMany(fs, all);
   t.equal(records.length, all.length - 1);
   t.notOk(records.some((r) => r.containerId === SPIN_ID));
-  t.equal(await readProcs(fs, spin.dir), null);
+  t.same(await readPids(fs, spin), { ok: false, gone: true });
 });
 
 t.test('a cgroup without cpu.stat but with cgroup.controllers is kept, all nulls', async (t) => {
@@ -191,7 +192,8 @@ t.test('a cgroup without cpu.stat but with cgroup.controllers is kept, all nulls
   const real = path.join(fx.root, 'sys/fs/cgroup/kubepods.slice/odd');
   mkdirSync(real);
   writeFileSync(path.join(real, 'cgroup.controllers'), '\n');
-  const s = await readCgroupStats(fs, await fs.dir('/sys/fs/cgroup/kubepods.slice/odd'));
+  const [odd] = await readMany(fs, [{ path: '/kubepods.slice/odd', dir: await fs.dir('/sys/fs/cgroup/kubepods.slice/odd') } as FoundCgroup]);
+  const s = odd?.stats;
   t.equal(s?.cpu.usageUsec, null);
   t.equal(s?.memory.current, null);
   t.equal(s?.io, null);

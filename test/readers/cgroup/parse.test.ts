@@ -1,19 +1,54 @@
 /** cgroup v2 file parsers on the contents captured from a real node (shared/captures/node-vm). */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import t from 'tap';
-import { limitValue } from '../../../src/model/cgroup.js';
+import type { Bytes } from '../../../src/readers/cgroup/bytes.js';
+import type { FoundCgroup } from '../../../src/readers/cgroup/cgroups.js';
 import {
+  emptyMemory,
+  ioStatAt,
+  limitAt,
+  memoryStatInto,
   parseCpu,
   parseCpuMax,
-  parseFlatKeyed,
-  parseIoStat,
-  parseLimit,
-  parseMemory,
   parseMemoryEvents,
   parsePsi,
   parseSingle,
   workingSet,
 } from '../../../src/readers/cgroup/parse.js';
+import { readMany } from '../../../src/readers/cgroup/stats.js';
+import { HostFs } from '../../../src/readers/hostfs/hostfs.js';
 import { CAPTURED, memoryStat } from '../../fixtures/node-tree.js';
+
+/** A byte parser over a file's whole text, as the reader hands it the read buffer. */
+const over = <T>(f: (b: Bytes, s: number, e: number, onBad?: () => void) => T, text: string, onBad?: () => void): T => {
+  const b = Buffer.from(text, 'utf8');
+  return f(b, 0, b.length, onBad);
+};
+
+/** memory.stat's keys a record holds, from a file's text. */
+const memoryStatOf = (text: string, onBad?: () => void) => {
+  const m = emptyMemory();
+  over((b, s, e, bad) => memoryStatInto(m, b, s, e, bad), text, onBad);
+  return m;
+};
+
+const ROOT = mkdtempSync(path.join(tmpdir(), 'nodetruth-cgroup-files-'));
+t.teardown(() => rmSync(ROOT, { recursive: true, force: true }));
+let cgroups = 0;
+
+/** One cgroup's files (and cgroup.controllers) under a host root, read by the agent's reader: its record and the reader's warnings. */
+async function readCgroupFiles(files: Record<string, string>) {
+  const rel = `/sys/fs/cgroup/kubepods.slice/cg${cgroups++}`;
+  mkdirSync(path.join(ROOT, rel), { recursive: true });
+  writeFileSync(path.join(ROOT, rel, 'cgroup.controllers'), 'cpu memory\n');
+  for (const [f, text] of Object.entries(files)) writeFileSync(path.join(ROOT, rel, f), text);
+  const fs = new HostFs(ROOT);
+  const warnings: string[] = [];
+  const read = await readMany(fs, [{ path: rel, dir: await fs.dir(rel) } as FoundCgroup], undefined, undefined, warnings);
+  return { stats: read[0]!.stats, warnings, path: rel };
+}
 
 t.test('cpu.stat of the throttled container (0.1-core quota, spinning)', async (t) => {
   const cpu = parseCpu(CAPTURED.spin.cpuStat, CAPTURED.spin.cpuMax, CAPTURED.spin.cpuWeight);
@@ -60,22 +95,19 @@ t.test('cpu.max', async (t) => {
 });
 
 t.test('"max" is kept as the string "max"; null only for a missing file', async (t) => {
-  t.equal(parseLimit(CAPTURED.podSlice.memoryMax), 'max');
-  t.equal(parseLimit(CAPTURED.oomChild.memoryMax), 33554432);
-  t.equal(parseLimit(CAPTURED.oomChild.memorySwapMax), 0, 'swap.max 0 is a limit of zero, not unlimited');
-  t.equal(parseLimit(null), null);
-  t.equal(parseLimit('garbage'), null);
+  t.equal(over(limitAt, CAPTURED.podSlice.memoryMax), 'max');
+  t.equal(over(limitAt, CAPTURED.oomChild.memoryMax), 33554432);
+  t.equal(over(limitAt, CAPTURED.oomChild.memorySwapMax), 0, 'swap.max 0 is a limit of zero, not unlimited');
+  t.equal((await readCgroupFiles({ 'cpu.stat': '' })).stats.memory.max, null, 'memory.max missing: null');
+  t.equal(over(limitAt, 'garbage'), null);
   // memory.high: "max\n" in every cgroup with the memory controller until someone sets it;
   // kubelet's MemoryQoS writes whole pages (64Mi limit × 0.9, floored to 4 KiB: 60395520)
-  t.equal(parseLimit('max\n'), 'max', 'memory.high default');
-  t.equal(parseLimit('60395520\n'), 60395520, 'memory.high set');
+  t.equal(over(limitAt, 'max\n'), 'max', 'memory.high default');
+  t.equal(over(limitAt, '60395520\n'), 60395520, 'memory.high set');
   let told = 0;
-  t.equal(parseLimit('max max\n', () => told++), null, 'two words: not a limit');
-  t.equal(parseLimit('maximum\n', () => told++), null);
+  t.equal(over(limitAt, 'max max\n', () => told++), null, 'two words: not a limit');
+  t.equal(over(limitAt, 'maximum\n', () => told++), null);
   t.equal(told, 2, 'each bad memory.high told');
-  t.equal(limitValue('max'), Infinity);
-  t.equal(limitValue(5), 5);
-  t.equal(limitValue(null), null);
 });
 
 t.test('single values', async (t) => {
@@ -95,12 +127,11 @@ t.test('memory.events: container (child OOM-killed) and pod slice (hierarchical,
 });
 
 t.test('flat keyed files ignore junk lines', async (t) => {
-  const junk = 'a 1\n\nb x\nnokey\n c 3\nd -2\n';
+  const junk = 'anon 1\n\nfile x\nnokey\n active_file 3\nshmem -2\n';
   let told = 0;
-  t.same([...parseFlatKeyed(junk, ['a', 'b', 'c', 'd'], () => told++)!], [['a', 1], ['d', -2]]);
+  t.match(memoryStatOf(junk, () => told++), { anon: 1, file: null, activeFile: null, inactiveFile: null, shmem: -2 });
   t.equal(told, 1, 'the file is told once');
-  t.same([...parseFlatKeyed('a 1\nb 2\na 3\n', ['a'])!], [['a', 3]], 'the last line of a key wins');
-  t.equal(parseFlatKeyed(null, ['a']), null);
+  t.match(memoryStatOf('anon 1\nfile 2\nanon 3\n'), { anon: 3, file: 2 }, 'the last line of a key wins');
 });
 
 /*
@@ -121,10 +152,9 @@ t.test('hostile flat keyed lines: counted, skipped, the rest kept', async (t) =>
     ['CR only', '\r\n'],
   ];
   for (const [what, line] of cases) {
-    let told = 0;
-    const m = parseMemory({ current: '100\n', max: null, high: null, peak: null, swapCurrent: null, swapMax: null, events: null, eventsLocal: null, stat: `anon 1\n${line}inactive_file 40\n` }, () => told++);
-    t.equal(told, 1, `${what}: told`);
-    t.match(m, { anon: 1, inactiveFile: 40, workingSet: 60 }, `${what}: the good lines kept`);
+    const { stats, warnings, path } = await readCgroupFiles({ 'cpu.stat': '', 'memory.current': '100\n', 'memory.stat': `anon 1\n${line}inactive_file 40\n` });
+    t.same(warnings, [`cgroup ${path}: malformed memory.stat (bad lines skipped, the rest read)`], `${what}: told`);
+    t.match(stats.memory, { anon: 1, inactiveFile: 40, workingSet: 60 }, `${what}: the good lines kept`);
   }
   t.equal(parseSingle(`${'1'.repeat(20)}\n`), 11111111111111111111, '20 digits: a u64 the kernel can write');
   t.equal(parseSingle('18446744073709551615\n'), 18446744073709551615, 'u64 max: the double Number() gives');
@@ -133,8 +163,7 @@ t.test('hostile flat keyed lines: counted, skipped, the rest kept', async (t) =>
   t.equal(parseSingle('-5\n'), -5, 'a sign, as before (cpu.max quota -1 on old kernels)');
   t.equal(parseSingle('\t 7\r\n'), 7, 'ASCII whitespace trimmed');
   t.equal(parseSingle('\u00a07\n'), null, 'other whitespace is not');
-  const long = 'x'.repeat(64 * 1024);
-  t.equal(parseFlatKeyed(long, ['x'])!.size, 0, 'a 64 KiB line without a space');
+  t.match(memoryStatOf(`anon${'x'.repeat(64 * 1024)}`), { anon: null, file: null, activeFile: null, inactiveFile: null, shmem: null }, 'a 64 KiB line without a space');
 });
 
 t.test('hostile PSI and io.stat lines are skipped whole', async (t) => {
@@ -157,7 +186,7 @@ t.test('hostile PSI and io.stat lines are skipped whole', async (t) => {
   }
   t.same(parsePsi('some avg10=0.58 avg60=47.58 avg300=99.99 total=1\n')!.some, { avg10: 0.58, avg60: 47.58, avg300: 99.99, total: 1 }, 'the doubles Number() gives');
   let told = 0;
-  const io = parseIoStat(`8:0 rbytes=1 wbytes=2\n8:x rbytes=1\n1:2:3 rbytes=1\n12345678901:0 rbytes=1\n8:1 ${'k=1 '.repeat(17)}\n8:2 rbytes=zz\n`, () => told++)!;
+  const io = over(ioStatAt, `8:0 rbytes=1 wbytes=2\n8:x rbytes=1\n1:2:3 rbytes=1\n12345678901:0 rbytes=1\n8:1 ${'k=1 '.repeat(17)}\n8:2 rbytes=zz\n`, () => told++);
   t.same(io.map((d) => [d.device, d.rbytes, d.wbytes]), [['8:0', 1, 2], ['8:2', 0, 0]], 'bad devices and too many fields skipped; a bad value is 0, as a missing one');
   t.equal(told, 1);
 });
@@ -178,33 +207,36 @@ t.test('PSI', async (t) => {
 });
 
 t.test('io.stat', async (t) => {
-  t.same(parseIoStat('254:0 rbytes=1458176 wbytes=0 rios=37 wios=0 dbytes=0 dios=0\n8:16 rbytes=1 wbytes=2 rios=3 wios=4\n'), [
+  t.same(over(ioStatAt, '254:0 rbytes=1458176 wbytes=0 rios=37 wios=0 dbytes=0 dios=0\n8:16 rbytes=1 wbytes=2 rios=3 wios=4\n'), [
     { device: '254:0', rbytes: 1458176, wbytes: 0, rios: 37, wios: 0, dbytes: 0, dios: 0 },
     { device: '8:16', rbytes: 1, wbytes: 2, rios: 3, wios: 4, dbytes: 0, dios: 0 },
   ]);
-  t.same(parseIoStat(''), [], 'no I/O yet: empty file, empty list');
-  t.same(parseIoStat('254:0 rbytes=1 wbytes=1 rios=1 wios=1 dbytes=0 dios=0 cost.vrate=100.00 cost.usage=5\n')![0]?.rbytes, 1, 'io.cost keys ignored');
-  t.equal(parseIoStat(null), null);
+  t.same(over(ioStatAt, ''), [], 'no I/O yet: empty file, empty list');
+  t.same(over(ioStatAt, '254:0 rbytes=1 wbytes=1 rios=1 wios=1 dbytes=0 dios=0 cost.vrate=100.00 cost.usage=5\n')[0]?.rbytes, 1, 'io.cost keys ignored');
+  t.equal((await readCgroupFiles({ 'cpu.stat': '' })).stats.io, null, 'no io.stat: null');
 });
 
 t.test('memory: working set as cAdvisor computes it', async (t) => {
-  const m = parseMemory({
-    current: CAPTURED.oomChild.memoryCurrent,
-    max: CAPTURED.oomChild.memoryMax,
-    high: 'max\n',
-    peak: CAPTURED.oomChild.memoryPeak,
-    swapCurrent: '0\n',
-    swapMax: CAPTURED.oomChild.memorySwapMax,
-    events: CAPTURED.oomChild.memoryEvents,
-    eventsLocal: CAPTURED.oomChild.memoryEventsLocal,
-    stat: memoryStat({ anon: 36864, file: 12288, inactiveFile: 8192 }),
+  const { stats, warnings } = await readCgroupFiles({
+    'cpu.stat': '',
+    'memory.current': CAPTURED.oomChild.memoryCurrent,
+    'memory.max': CAPTURED.oomChild.memoryMax,
+    'memory.high': 'max\n',
+    'memory.peak': CAPTURED.oomChild.memoryPeak,
+    'memory.swap.current': '0\n',
+    'memory.swap.max': CAPTURED.oomChild.memorySwapMax,
+    'memory.events': CAPTURED.oomChild.memoryEvents,
+    'memory.events.local': CAPTURED.oomChild.memoryEventsLocal,
+    'memory.stat': memoryStat({ anon: 36864, file: 12288, inactiveFile: 8192 }),
   });
+  t.same(warnings, []);
+  const m = stats.memory;
   t.match(m, { current: 184320, max: 33554432, high: 'max', peak: 33554432, swapCurrent: 0, swapMax: 0, anon: 36864, file: 12288, inactiveFile: 8192, activeFile: 4096, shmem: 0 });
   t.equal(m.workingSet, 184320 - 8192);
   t.equal(m.events?.oomKill, 1);
   t.equal(workingSet(100, 150), 0, 'floored at 0 when inactive_file exceeds usage');
   t.equal(workingSet(100, null), 100, 'no memory.stat: usage');
   t.equal(workingSet(null, 5), null);
-  const none = parseMemory({ current: null, max: null, high: null, peak: null, swapCurrent: null, swapMax: null, events: null, eventsLocal: null, stat: null });
+  const none = (await readCgroupFiles({})).stats.memory;
   t.same(Object.values(none), Object.values(none).map(() => null), 'no memory controller: all null');
 });

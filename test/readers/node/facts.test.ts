@@ -4,14 +4,15 @@
  * PEM certificates (selfsigned; one expired, one near its NotAfter) behind the dated
  * link kubelet writes, D and Z processes in pods, taint and conntrack files.
  */
-import { symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import { HostFs } from '../../../src/readers/hostfs/hostfs.js';
 import { firstCertificate } from '../../../src/readers/node/certs.js';
 import { CriLatencyTracker } from '../../../src/readers/node/cri-latency.js';
 import { nodeFacts } from '../../../src/readers/node/facts.js';
-import { evictionFrom, parseThresholdValue } from '../../../src/readers/node/kubelet-config.js';
+import { parseThresholdValue, readKubeletConfig } from '../../../src/readers/node/kubelet-config.js';
 import { walkProcStates } from '../../../src/readers/node/proc-states.js';
 import { mountAnswers, statfs, statfsGuard } from '../../../src/readers/node/statfs.js';
 import { parseTaint } from '../../../src/readers/node/taint.js';
@@ -28,26 +29,48 @@ t.test('taint: decoded with our table, unknown bits kept', async (t) => {
   t.equal(parseTaint('9'.repeat(400)), null, 'bounded');
 });
 
+const KUBELET_PID = 702;
+
+/**
+ * kubelet's config written to a fresh host root at `configPath`, read as the agent reads it:
+ * with `argv`, a kubelet process whose cmdline it is (its --config names the file);
+ * without, no kubelet runs and the file is found at its known path.
+ */
+async function kubeletConfigOn(t: { teardown: (f: () => void) => void }, configPath: string, configText: string, argv: string[] | null) {
+  const root = mkdtempSync(path.join(tmpdir(), 'nodetruth-kubelet-config-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  mkdirSync(path.dirname(path.join(root, configPath)), { recursive: true });
+  writeFileSync(path.join(root, configPath), configText);
+  if (argv) {
+    mkdirSync(path.join(root, 'proc', String(KUBELET_PID)), { recursive: true });
+    writeFileSync(path.join(root, 'proc', String(KUBELET_PID), 'cmdline'), `${argv.join('\0')}\0`);
+  }
+  return readKubeletConfig(new HostFs(root), argv ? KUBELET_PID : null);
+}
+const kubeletWith = (t: { teardown: (f: () => void) => void }, configText: string, ...flags: string[]) => kubeletConfigOn(t, '/c', configText, ['/usr/bin/kubelet', '--config=/c', ...flags]);
+
 t.test('eviction thresholds: config, flags over config, defaults only where kubelet applies them', async (t) => {
-  const r = evictionFrom(KUBELET_CONFIG, null, '/var/lib/kubelet/config.yaml', 'default-path');
+  const r = await kubeletConfigOn(t, '/var/lib/kubelet/config.yaml', KUBELET_CONFIG, null);
+  t.match(r.eviction, { configPath: '/var/lib/kubelet/config.yaml', foundBy: 'default-path', error: null });
   t.same(r.eviction.thresholds.map((x) => [x.signal, x.kind, x.value, x.from]), [
     ['memory.available', 'hard', '500Mi', 'config'],
     ['nodefs.available', 'hard', '20%', 'config'],
     ['nodefs.available', 'soft', '30%', 'config'],
   ], 'a partial evictionHard does not inherit the defaults');
-  const none = evictionFrom('apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n', null, '/c', 'cmdline');
+  const none = await kubeletWith(t, 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n');
+  t.match(none.eviction, { configPath: '/c', foundBy: 'cmdline' });
   t.same(none.eviction.thresholds.map((x) => `${x.signal}<${x.value} ${x.from}`), ['memory.available<100Mi default', 'nodefs.available<10% default', 'nodefs.inodesFree<5% default', 'imagefs.available<15% default', 'imagefs.inodesFree<5% default']);
-  const merged = evictionFrom(`${KUBELET_CONFIG}mergeDefaultEvictionSettings: true\n`, null, '/c', 'cmdline');
+  const merged = await kubeletWith(t, `${KUBELET_CONFIG}mergeDefaultEvictionSettings: true\n`);
   t.equal(merged.eviction.thresholds.filter((x) => x.from === 'default').length, 3);
-  const flags = evictionFrom(KUBELET_CONFIG, ['/usr/bin/kubelet', '--eviction-hard=memory.available<1Gi,imagefs.available<25%'], '/c', 'cmdline');
+  const flags = await kubeletWith(t, KUBELET_CONFIG, '--eviction-hard=memory.available<1Gi,imagefs.available<25%');
   t.same(flags.eviction.thresholds.filter((x) => x.kind === 'hard').map((x) => `${x.signal}<${x.value}`), ['memory.available<1Gi', 'imagefs.available<25%']);
   t.same(parseThresholdValue('100Mi'), { ratio: null, quantity: 100 * 2 ** 20 });
   t.same(parseThresholdValue('12.5%'), { ratio: 0.125, quantity: null });
   t.equal(parseThresholdValue('1e9'), null);
   // hostile YAML: an alias bomb is refused, bad values skipped with a reason
   const bomb = `a: &a ["x","x","x","x","x","x","x","x","x"]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d]\n`;
-  t.match(evictionFrom(bomb, null, '/c', 'cmdline').eviction.error, /not YAML|alias/i);
-  t.match(evictionFrom('evictionHard:\n  nodefs.available: "lots"\n  bogus.signal: "1%"\n', null, '/c', 'cmdline').eviction.error, /not a quantity.*unknown signal|unknown signal.*not a quantity/);
+  t.match((await kubeletWith(t, bomb)).eviction.error, /not YAML|alias/i);
+  t.match((await kubeletWith(t, 'evictionHard:\n  nodefs.available: "lots"\n  bogus.signal: "1%"\n')).eviction.error, /not a quantity.*unknown signal|unknown signal.*not a quantity/);
 });
 
 t.test('certificates: the first CERTIFICATE block only, never the key', async (t) => {

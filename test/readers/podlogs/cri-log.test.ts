@@ -1,6 +1,9 @@
 /** The CRI log line format (src/readers/podlogs/cri-log.ts). */
 import t from 'tap';
-import { parseCriLogLine } from '../../../src/readers/podlogs/cri-log.js';
+import { parseCriLine } from '../../../src/readers/podlogs/cri-log.js';
+
+/** a line as the reader hands it over: its bytes, without the newline */
+const parseCriLogLine = (line: string) => parseCriLine(Buffer.from(line, 'utf8'));
 
 t.test('CRI line format', async (t) => {
   t.same(parseCriLogLine('2026-11-29T17:42:28.926903430Z stdout F hello world'), {

@@ -20,7 +20,8 @@ import {
   parseProcStatus,
   parseUptime,
 } from '../../../src/readers/proc/parse.js';
-import { classifyNamespaces, countProcesses, mainProcess, readNamespaces, readProcess, readProcesses } from '../../../src/readers/proc/proc.js';
+import { classifyNamespaces, countProcesses, mainProcess, readNamespaces, readProcess } from '../../../src/readers/proc/proc.js';
+import { readPidsSkipping } from '../../../src/view/container-processes.js';
 import { redactCmdlines } from '../../../src/redact.js';
 
 const fs = new HostFs('/');
@@ -98,11 +99,13 @@ t.test('vanished pids are skipped, order is by pid', async (t) => {
   await once(gone, 'exit');
   await new Promise((r) => setTimeout(r, 20));
   t.equal(await readProcess(fs, gone.pid!), null);
-  const list = await readProcesses(fs, [weird.pid!, gone.pid!, sleeper.pid!, process.pid, sleeper.pid!]);
+  const warnings: string[] = [];
+  const list = await readPidsSkipping(fs, [weird.pid!, gone.pid!, sleeper.pid!, process.pid, sleeper.pid!], {}, warnings);
   t.same(
     list.map((p) => p.pid),
     [weird.pid!, sleeper.pid!, process.pid].sort((a, b) => a - b),
   );
+  t.same(warnings, [`pid ${gone.pid}: exited while the cgroup was read, skipped`]);
   await t.rejects(readProcess(fs, 0), RangeError);
   await t.rejects(readProcess(fs, -1), RangeError);
   await t.rejects(readProcess(fs, 1.5), RangeError);

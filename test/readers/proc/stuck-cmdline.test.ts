@@ -9,7 +9,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { closeSync, constants, openSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import t from 'tap';
@@ -108,10 +107,13 @@ t.test('cmdline is cut at the cap and says so', async (t) => {
 });
 
 t.test('the per-request budget: past N pids, rows come from stat/status with a reason', async (t) => {
-  const { readProcesses, ProcBudget, cmdlineWarnings } = await import('../../../src/readers/proc/proc.js');
+  const { ProcBudget, cmdlineWarnings } = await import('../../../src/readers/proc/proc.js');
+  const { readPidsSkipping } = await import('../../../src/view/container-processes.js');
   const { HostFs } = await import('../../../src/readers/hostfs/hostfs.js');
   const { procGuard } = await import('../../../src/readers/proc/limiter.js');
-  const rows = await readProcesses(new HostFs(host.root), [1, 844, 903, 2004], 1, { budget: new ProcBudget(2, 10_000, procGuard(1, 2000)) });
+  const warnings: string[] = [];
+  const rows = await readPidsSkipping(new HostFs(host.root), [1, 844, 903, 2004], { budget: new ProcBudget(2, 10_000, procGuard(1, 2000)) }, warnings);
+  t.same(warnings, [], 'every pid read');
   t.equal(rows.length, 4);
   t.equal(rows.filter((r) => r.cmdlineUnavailable === undefined).length, 2);
   t.match(rows.find((r) => r.cmdlineUnavailable)?.cmdlineUnavailable, /budget of 2 cmdlines/);
