@@ -15,7 +15,7 @@ import path from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import pino from 'pino';
 import t from 'tap';
-import { ConfigError, loadConfig, tlsEnabled } from '../../src/config.js';
+import { loadConfig, tlsEnabled } from '../../src/config.js';
 import { makeSelfSigned, readPair, selfSignedNames, watchTlsFiles } from '../../src/server/tls.js';
 import { testApp, type TestApp } from '../helpers/app.js';
 
