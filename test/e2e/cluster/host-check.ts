@@ -395,8 +395,14 @@ test('bundle: GET /v1/bundle is a bundle the reader accepts, holding the OOM kil
       `the spinner (pod ${made!.spinner?.podUid}, container ${made!.spinner?.containerId}) is not among the throttling answer's ${throttled.length} containers: ` +
         JSON.stringify({ windowMs: throttling.windowMs, warnings: throttling.warnings, items: throttled.map((t) => [t.podUid, t.containerId.slice(0, 12), t.throttledPeriods]) }),
     );
-    const crash = itemsOf(answer('/v1/containers')).filter((c: { podUid: string }) => c.podUid === made!.crashloop?.podUid);
-    assert.ok(crash.some((c: { exitCode: number | null }) => c.exitCode === 1), `crashloop's containers: ${JSON.stringify(crash.map((c: { attempt: number; exitCode: number }) => [c.attempt, c.exitCode]))}`);
+    // kubelet keeps one dead attempt: its script's exit 1, or the runtime's own non-zero code for
+    // an attempt whose start the containerd restart above failed (seen: exit 2, never started)
+    type Row = { podUid: string; attempt: number; state: string; exitCode: number | null; reason: string | null };
+    const crash = (itemsOf(answer('/v1/containers')) as Row[]).filter((c) => c.podUid === made!.crashloop?.podUid);
+    assert.ok(
+      crash.some((c) => c.state === 'CONTAINER_EXITED' && c.attempt >= 1 && c.exitCode !== null && c.exitCode !== 0),
+      `crashloop's containers: ${JSON.stringify(crash.map((c) => [c.attempt, c.state, c.exitCode, c.reason]))}`,
+    );
     assert.ok(!body.includes('e2e-secret-value-do-not-show'), 'the spinner\'s API_TOKEN value is not in the bundle');
     const failedSections = b.manifest.sections.filter((x) => x.error !== undefined).map((x) => `${x.kind} ${x.name}: ${x.error}`);
     log(`bundle: ${body.length} bytes gzip, ${b.routes.size} answers, ${b.manifest.redaction.total} redacted, captured in ${Date.now() - t0} ms; failed sections: ${failedSections.join('; ') || 'none'}`);
